@@ -1,0 +1,122 @@
+/**
+ * createApp(config) builds the whole appliance — database, HTTP API, SMTP
+ * listeners and background workers — starts it, and returns handles with
+ * close(). main.ts only loads config and calls this; tests call it with port 0
+ * and a temporary dataDir.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { DestinationStream } from 'pino';
+import { Clock, systemClock } from './clock';
+import { Config, ConfigInput, parseConfig } from './config';
+import { Db, migrateLatest, openDatabase } from './db';
+import type { AppDeps } from './deps';
+import { createLogger } from './logger';
+import { createMetrics } from './metrics';
+import { Signals } from './signals';
+import { SecuritySettings } from './auth/settings';
+import { AuthFailureLimiter, TokenBuckets } from './auth/rate-limit';
+import { bootstrapIfEmpty } from './auth/bootstrap';
+import { createHttpApp } from './http/server';
+import { addEventSink } from './events/record';
+import { Listener, MODULES, Worker } from './modules';
+
+export type { Listener, Worker };
+
+export interface AppOptions {
+  clock?: Clock;
+  /** Where JSON logs go (tests capture them); default stdout. */
+  logStream?: DestinationStream;
+}
+
+export interface App {
+  config: Config;
+  deps: AppDeps;
+  db: Db;
+  http: { server: http.Server; port: number; url: string };
+  listeners: Record<string, Listener>;
+  workers: Worker[];
+  /** The sandbox key created on first start (only on the start that made it). */
+  bootstrapKey?: string;
+  close(): Promise<void>;
+}
+
+export async function createApp(input: Config | ConfigInput = {}, options: AppOptions = {}): Promise<App> {
+  const config = parseConfig(input);
+  const clock = options.clock ?? systemClock;
+  const log = createLogger(config.log.level, options.logStream);
+  const db = openDatabase(config);
+  await migrateLatest(db);
+  const bootstrapKey = await bootstrapIfEmpty(db, clock.now());
+
+  const deps: AppDeps = {
+    config,
+    db,
+    clock,
+    log,
+    metrics: createMetrics(),
+    signals: new Signals(),
+    settings: new SecuritySettings(db, clock),
+    buckets: new TokenBuckets(clock, config.rateLimit.requestsPerSecond, config.rateLimit.burst),
+    failures: new AuthFailureLimiter(clock, config.rateLimit.authFailuresPerMinute),
+  };
+
+  for (const sink of MODULES.flatMap((m) => m.eventSinks ?? [])) addEventSink(sink);
+  const workers: Worker[] = MODULES.flatMap((m) => m.workers?.(deps) ?? []);
+  const listeners: Record<string, Listener> = {};
+  for (const m of MODULES) for (const l of (await m.listeners?.(deps)) ?? []) listeners[l.name] = l;
+  const server = http.createServer(createHttpApp(deps, MODULES.flatMap((m) => (m.routes ? [m.routes] : []))).callback());
+  server.keepAliveTimeout = 5_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.http.port, config.http.host, () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+  for (const worker of workers) worker.start();
+  log.info({ http: `${config.http.host}:${port}` }, 'pigeon started');
+
+  let closing: Promise<void> | undefined;
+  const close = () => (closing ??= shutdown({ server, listeners, workers, db, deps }));
+  return {
+    config,
+    deps,
+    db,
+    http: { server, port, url: `http://${formatHost(config.http.host)}:${port}` },
+    listeners,
+    workers,
+    bootstrapKey,
+    close,
+  };
+}
+
+function formatHost(host: string): string {
+  if (host === '0.0.0.0') return '127.0.0.1';
+  if (host === '::') return '[::1]';
+  return host.includes(':') ? `[${host}]` : host;
+}
+
+/** Stop accepting, let in-flight work finish within the timeout, then close the database. */
+async function shutdown(parts: { server: http.Server; listeners: Record<string, Listener>; workers: Worker[]; db: Db; deps: AppDeps }): Promise<void> {
+  const { server, listeners, workers, db, deps } = parts;
+  const timeout = deps.config.http.shutdownTimeoutMs;
+  const serverClosed = new Promise<void>((resolve) => server.close(() => resolve()));
+  server.closeIdleConnections();
+  const graceful = Promise.all([
+    serverClosed,
+    ...Object.values(listeners).map((l) => l.close()),
+    ...workers.map((w) => w.stop()),
+  ]);
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<'timeout'>((resolve) => {
+    timer = setTimeout(() => resolve('timeout'), timeout);
+  });
+  const outcome = await Promise.race([graceful.then(() => 'done' as const), expired]);
+  clearTimeout(timer);
+  if (outcome === 'timeout') {
+    deps.log.warn({ timeoutMs: timeout }, 'shutdown timed out; closing remaining connections');
+    server.closeAllConnections();
+  }
+  await db.destroy();
+  deps.log.info('pigeon stopped');
+  deps.log.flush?.();
+}

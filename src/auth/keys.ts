@@ -1,0 +1,128 @@
+/**
+ * API keys. A key is `svc_test_` or `svc_live_` followed by 40 random base62
+ * characters. It is shown once; the database keeps its SHA-256 and a short
+ * visible prefix for listing. Lookup is by hash, so the key itself never needs
+ * to be stored or logged.
+ */
+import crypto from 'node:crypto';
+import type { Queryable } from '../db';
+import { fromJson, toJson } from '../db';
+import { newId, randomBase62 } from '../ids';
+import { KEY_PREFIX, Mode, Scope } from './scopes';
+
+export const KEY_RANDOM_LENGTH = 40;
+const KEY_PATTERN = /^svc_(test|live)_[A-Za-z0-9]{32,128}$/;
+
+export interface ApiKey {
+  id: string;
+  accountId: string;
+  name: string;
+  mode: Mode;
+  prefix: string;
+  scopes: Scope[];
+  createdAt: number;
+  lastUsedAt: number | null;
+  revokedAt: number | null;
+}
+
+interface KeyRow {
+  id: string;
+  account_id: string;
+  name: string;
+  mode: string;
+  prefix: string;
+  key_hash: string;
+  scopes: string;
+  created_at: number;
+  last_used_at: number | null;
+  revoked_at: number | null;
+}
+
+export const hashKey = (secret: string): string => crypto.createHash('sha256').update(secret).digest('hex');
+
+export const looksLikeKey = (value: string): boolean => KEY_PATTERN.test(value);
+
+export function modeOfKey(secret: string): Mode | undefined {
+  if (secret.startsWith(KEY_PREFIX.test)) return 'test';
+  if (secret.startsWith(KEY_PREFIX.live)) return 'live';
+  return undefined;
+}
+
+function toKey(r: KeyRow): ApiKey {
+  return {
+    id: r.id,
+    accountId: r.account_id,
+    name: r.name,
+    mode: r.mode as Mode,
+    prefix: r.prefix,
+    scopes: fromJson<Scope[]>(r.scopes, []),
+    createdAt: Number(r.created_at),
+    lastUsedAt: r.last_used_at === null ? null : Number(r.last_used_at),
+    revokedAt: r.revoked_at === null ? null : Number(r.revoked_at),
+  };
+}
+
+export interface NewKey {
+  accountId: string;
+  name: string;
+  mode: Mode;
+  scopes: Scope[];
+}
+
+/** Creates a key and returns it with its secret, which is never retrievable again. */
+export async function createKey(db: Queryable, input: NewKey, now: number): Promise<{ key: ApiKey; secret: string }> {
+  const secret = KEY_PREFIX[input.mode] + randomBase62(KEY_RANDOM_LENGTH);
+  const row: KeyRow = {
+    id: newId('key'),
+    account_id: input.accountId,
+    name: input.name,
+    mode: input.mode,
+    prefix: secret.slice(0, KEY_PREFIX[input.mode].length + 6),
+    key_hash: hashKey(secret),
+    scopes: toJson([...new Set(input.scopes)]) as string,
+    created_at: now,
+    last_used_at: null,
+    revoked_at: null,
+  };
+  await db('api_keys').insert(row);
+  return { key: toKey(row), secret };
+}
+
+export async function findKeyBySecret(db: Queryable, secret: string): Promise<ApiKey | undefined> {
+  const row = await db<KeyRow>('api_keys').where({ key_hash: hashKey(secret) }).first();
+  return row && toKey(row);
+}
+
+export async function getKey(db: Queryable, accountId: string, id: string): Promise<ApiKey | undefined> {
+  const row = await db<KeyRow>('api_keys').where({ id, account_id: accountId }).first();
+  return row && toKey(row);
+}
+
+export interface KeyPage {
+  items: ApiKey[];
+  total: number;
+}
+
+export async function listKeys(db: Queryable, accountId: string | undefined, limit: number, cursor?: string): Promise<KeyPage> {
+  const base = db<KeyRow>('api_keys').modify((q) => {
+    if (accountId) q.where({ account_id: accountId });
+  });
+  const rows = await base.clone().modify((q) => {
+    if (cursor) q.where('id', '<', cursor);
+  }).orderBy('id', 'desc').limit(limit);
+  const total = await base.clone().count({ n: '*' }).first();
+  return { items: rows.map(toKey), total: Number(total?.n ?? 0) };
+}
+
+export async function revokeKey(db: Queryable, id: string, now: number, accountId?: string): Promise<ApiKey | undefined> {
+  const where = accountId ? { id, account_id: accountId } : { id };
+  await db('api_keys').where(where).whereNull('revoked_at').update({ revoked_at: now });
+  const row = await db<KeyRow>('api_keys').where(where).first();
+  return row && toKey(row);
+}
+
+/** last_used_at is written at most once a minute per key, so reads stay reads. */
+export async function touchKey(db: Queryable, key: ApiKey, now: number): Promise<void> {
+  if (key.lastUsedAt !== null && now - key.lastUsedAt < 60_000) return;
+  await db('api_keys').where({ id: key.id }).update({ last_used_at: now });
+}

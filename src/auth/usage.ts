@@ -1,0 +1,17 @@
+/** Billable usage: live messages accepted per account and UTC calendar month. */
+import type { Queryable } from '../db';
+
+export const monthOf = (ms: number): string => new Date(ms).toISOString().slice(0, 7);
+
+export async function addUsage(db: Queryable, accountId: string, now: number, messages: number): Promise<void> {
+  if (messages <= 0) return;
+  await db('usage_counters')
+    .insert({ account_id: accountId, month: monthOf(now), messages })
+    .onConflict(['account_id', 'month'])
+    .merge({ messages: db.raw('usage_counters.messages + ?', [messages]) });
+}
+
+export async function usageFor(db: Queryable, accountId: string, month: string): Promise<number> {
+  const row = await db('usage_counters').where({ account_id: accountId, month }).first();
+  return Number(row?.messages ?? 0);
+}

@@ -1,0 +1,180 @@
+/**
+ * The one source of truth for configuration. Every key has a default and a
+ * `.describe()`; `config/default.json` and the README table are generated from
+ * this schema (see `pigeon config defaults|docs`), and a test keeps them equal.
+ *
+ * Loading: a JSON file (`--config FILE` or PIGEON_CONFIG) is deep-merged over
+ * the defaults, then validated. Unknown keys are errors, so a typo cannot
+ * silently leave a setting at its default.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { z } from 'zod';
+
+const hostPort = (host: string, port: number, what: string) => ({
+  host: z.string().min(1).default(host).describe(`Address the ${what} binds to.`),
+  port: z.number().int().min(0).max(65535).default(port).describe(`TCP port of the ${what} (0 picks a free port).`),
+});
+
+const sourceIp = z.strictObject({
+  address: z.string().describe('A source IP address this host owns; outbound SMTP binds to it.'),
+  hostname: z.string().describe('EHLO name for this address; its PTR record should point here.'),
+  weight: z.number().int().min(1).max(100).default(1).describe('Relative share of traffic within a pool.'),
+});
+
+export const configSchema = z.strictObject({
+  hostname: z.string().min(1).default('mail.example.com')
+    .describe('Public host name of this appliance: Message-ID domain, default EHLO name and bounce domain.'),
+  dataDir: z.string().min(1).default('./data')
+    .describe('Folder for the SQLite database, the at-rest encryption key and generated TLS material.'),
+  log: z.strictObject({
+    level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info')
+      .describe('Minimum level of the JSON log written to stdout.'),
+  }).prefault({}).describe('Logging.'),
+  http: z.strictObject({
+    ...hostPort('127.0.0.1', 8080, 'REST API'),
+    publicUrl: z.string().url().default('http://127.0.0.1:8080')
+      .describe('Base URL the outside world reaches the API on; used in tracking and unsubscribe links.'),
+    trustProxy: z.boolean().default(false)
+      .describe('Take the client address from the last X-Forwarded-For entry (set only behind a reverse proxy).'),
+    jsonLimitBytes: z.number().int().positive().default(1_048_576)
+      .describe('Largest JSON body accepted by endpoints other than send (413 above it).'),
+    shutdownTimeoutMs: z.number().int().positive().default(10_000)
+      .describe('How long a stop waits for in-flight work before closing anyway.'),
+  }).prefault({}).describe('HTTP API.'),
+  smtp: z.strictObject({
+    submission: z.strictObject({
+      ...hostPort('127.0.0.1', 2587, 'SMTP submission server'),
+      secure: z.boolean().default(false).describe('Implicit TLS on connect (port 465 style) instead of STARTTLS.'),
+      allowInsecureAuth: z.boolean().default(false)
+        .describe('Allow AUTH without TLS. Only for tests and loopback-only setups.'),
+      tlsCert: z.string().default('').describe('PEM certificate file; empty generates a self-signed one in dataDir.'),
+      tlsKey: z.string().default('').describe('PEM private key file matching tlsCert.'),
+      maxConnectionsPerClient: z.number().int().positive().default(20)
+        .describe('Concurrent connections allowed from one client address.'),
+      socketTimeoutMs: z.number().int().positive().default(60_000).describe('Idle time before a session is closed.'),
+    }).prefault({}).describe('Submission port for applications relaying with an API key.'),
+    inbound: z.strictObject({
+      ...hostPort('127.0.0.1', 2525, 'inbound bounce/complaint listener'),
+      feedbackAddress: z.string().default('')
+        .describe('Extra address accepted for feedback-loop (ARF) reports, e.g. fbl@mail.example.com.'),
+    }).prefault({}).describe('Inbound listener for DSN bounces and ARF complaints.'),
+  }).prefault({}).describe('SMTP listeners.'),
+  dns: z.strictObject({
+    servers: z.array(z.string()).default([])
+      .describe('Resolvers as "host:port" for every lookup (MX, verification, SPF); empty uses the system resolver.'),
+    timeoutMs: z.number().int().positive().default(3000).describe('Timeout of one DNS query.'),
+  }).prefault({}).describe('DNS resolution.'),
+  delivery: z.strictObject({
+    port: z.number().int().min(1).max(65535).default(25).describe('Port dialled on recipient MX hosts.'),
+    bounceDomain: z.string().default('').describe('Domain of the VERP return-path; empty uses hostname.'),
+    queueLifetimeHours: z.number().positive().default(72)
+      .describe('How long a deferred message is retried before it becomes a soft bounce.'),
+    concurrency: z.number().int().positive().default(50).describe('Messages in flight at once across all destinations.'),
+    maxConnectionsPerDomain: z.number().int().positive().default(5)
+      .describe('Concurrent SMTP connections to one destination MX host.'),
+    maxConnectionsPerIp: z.number().int().positive().default(50)
+      .describe('Concurrent SMTP connections from one source address.'),
+    messagesPerConnection: z.number().int().positive().default(100)
+      .describe('Messages sent over one SMTP connection before it is closed.'),
+    connectTimeoutMs: z.number().int().positive().default(30_000).describe('TCP connect timeout to an MX host.'),
+    greetingTimeoutMs: z.number().int().positive().default(30_000).describe('Wait for the MX banner.'),
+    commandTimeoutMs: z.number().int().positive().default(60_000).describe('Wait for each SMTP command reply.'),
+    dataTimeoutMs: z.number().int().positive().default(300_000).describe('Wait for the reply to the end of data.'),
+    leaseSeconds: z.number().int().positive().default(600)
+      .describe('A claimed queue row returns to the queue if its worker has not finished within this time.'),
+  }).prefault({}).describe('Outbound MTA.'),
+  ips: z.array(sourceIp).default([{ address: '127.0.0.1', hostname: 'mail.example.com', weight: 1 }])
+    .describe('Source addresses given to the appliance; IP pools are made from these.'),
+  webhooks: z.strictObject({
+    allowPrivateTargets: z.boolean().default(false)
+      .describe('Allow webhook URLs that resolve to loopback/private/link-local addresses (tests, local dev).'),
+    allowHttp: z.boolean().default(false).describe('Allow plain http:// webhook URLs.'),
+    timeoutMs: z.number().int().positive().default(10_000).describe('A webhook POST not answered 2xx in this time fails.'),
+    concurrency: z.number().int().positive().default(10).describe('Webhook requests in flight at once.'),
+  }).prefault({}).describe('Webhook dispatcher.'),
+  limits: z.strictObject({
+    maxRecipients: z.number().int().min(1).max(1000).default(50).describe('Recipients (to+cc+bcc) per send.'),
+    maxMessageBytes: z.number().int().positive().default(10 * 1024 * 1024)
+      .describe('Largest message after MIME encoding (413 above it).'),
+    sendAtHorizonHours: z.number().positive().default(72).describe('How far ahead send_at may schedule a message.'),
+  }).prefault({}).describe('Sending limits.'),
+  rateLimit: z.strictObject({
+    requestsPerSecond: z.number().positive().default(100).describe('Sustained API requests per second per key.'),
+    burst: z.number().int().positive().default(200).describe('Requests a key may make at once before throttling.'),
+    authFailuresPerMinute: z.number().int().positive().default(20)
+      .describe('Failed authentications from one address per minute before it gets 429 (API) or 454 (SMTP).'),
+  }).prefault({}).describe('Rate limits.'),
+  database: z.strictObject({
+    synchronous: z.enum(['FULL', 'NORMAL']).default('FULL')
+      .describe('SQLite fsync policy. FULL: a committed message survives power loss; NORMAL: survives a crash only.'),
+    busyTimeoutMs: z.number().int().positive().default(5000).describe('Wait for a lock held by another process (e.g. the CLI).'),
+  }).prefault({}).describe('SQLite storage.'),
+});
+
+export type Config = z.infer<typeof configSchema>;
+export type ConfigInput = z.input<typeof configSchema>;
+
+export class ConfigError extends Error {}
+
+/** Validate a partial config; throws ConfigError naming every bad key. */
+export function parseConfig(input: unknown): Config {
+  const result = configSchema.safeParse(input ?? {});
+  if (result.success) return result.data;
+  const lines = result.error.issues.map((issue) => {
+    const key = issue.path.join('.') || '(root)';
+    if (issue.code === 'unrecognized_keys') {
+      const prefix = issue.path.length ? `${key}.` : '';
+      return `${issue.keys.map((k) => prefix + k).join(', ')}: unknown setting`;
+    }
+    return `${key}: ${issue.message}`;
+  });
+  throw new ConfigError(`invalid configuration:\n  ${lines.join('\n  ')}`);
+}
+
+/** Read the file named by --config or PIGEON_CONFIG (if any) and validate it. */
+export function loadConfig(file?: string): Config {
+  const chosen = file ?? process.env.PIGEON_CONFIG;
+  if (!chosen) return parseConfig({});
+  let text: string;
+  try {
+    text = fs.readFileSync(path.resolve(chosen), 'utf8');
+  } catch (err) {
+    throw new ConfigError(`cannot read config file ${chosen}: ${(err as NodeJS.ErrnoException).code ?? err}`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (err) {
+    throw new ConfigError(`config file ${chosen} is not valid JSON: ${(err as Error).message}`);
+  }
+  return parseConfig(json);
+}
+
+/** Every setting with its default value and description, for docs and default.json. */
+export function describeConfig(): Array<{ key: string; default: unknown; description: string }> {
+  const defaults = parseConfig({}) as unknown as Record<string, unknown>;
+  const rows: Array<{ key: string; default: unknown; description: string }> = [];
+  walk(configSchema, '', defaults, rows);
+  return rows;
+}
+
+function walk(schema: z.ZodType, prefix: string, value: unknown, rows: Array<{ key: string; default: unknown; description: string }>): void {
+  const inner = unwrap(schema);
+  if (inner instanceof z.ZodObject) {
+    for (const [k, child] of Object.entries(inner.shape as Record<string, z.ZodType>)) {
+      walk(child, prefix ? `${prefix}.${k}` : k, (value as Record<string, unknown>)?.[k], rows);
+    }
+    return;
+  }
+  rows.push({ key: prefix, default: value, description: schema.description ?? inner.description ?? '' });
+}
+
+function unwrap(schema: z.ZodType): z.ZodType {
+  let s: z.ZodType = schema;
+  // default/prefault/optional wrappers hide the object shape.
+  while (s instanceof z.ZodDefault || s instanceof z.ZodPrefault || s instanceof z.ZodOptional) {
+    s = (s as unknown as { unwrap(): z.ZodType }).unwrap();
+  }
+  return s;
+}

@@ -1,0 +1,55 @@
+/**
+ * The database handle. SQLite through knex: WAL so the CLI and readers work
+ * while the server writes, foreign keys on, a busy timeout so a second process
+ * waits for a lock instead of failing, and the configured fsync policy.
+ * Migrations live in /migrations and run at start and by `pigeon migrate`.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import knex, { Knex } from 'knex';
+import type { Config } from './config';
+
+export type Db = Knex;
+export type Tx = Knex.Transaction;
+/** Either the database or an open transaction: repository functions accept both. */
+export type Queryable = Knex | Knex.Transaction;
+
+export const MIGRATIONS_DIR = path.resolve(__dirname, '..', '..', 'migrations');
+
+export function databaseFile(config: Config): string {
+  return path.resolve(config.dataDir, 'pigeon.sqlite');
+}
+
+export function openDatabase(config: Config, filename = databaseFile(config)): Db {
+  fs.mkdirSync(path.dirname(filename), { recursive: true });
+  const { synchronous, busyTimeoutMs } = config.database;
+  return knex({
+    client: 'sqlite3',
+    connection: { filename },
+    useNullAsDefault: true,
+    pool: {
+      min: 1,
+      max: 1,
+      afterCreate(conn: { exec(sql: string, cb: (err: Error | null) => void): void }, done: (err: Error | null, conn: unknown) => void) {
+        conn.exec(
+          `PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = ${busyTimeoutMs};` +
+            ` PRAGMA synchronous = ${synchronous};`,
+          (err) => done(err, conn),
+        );
+      },
+    },
+    migrations: { directory: MIGRATIONS_DIR, loadExtensions: ['.js'] },
+  });
+}
+
+export async function migrateLatest(db: Db): Promise<string[]> {
+  const [, applied] = await db.migrate.latest();
+  return applied as string[];
+}
+
+/** JSON columns: SQLite stores text. */
+export const toJson = (v: unknown): string | null => (v === undefined || v === null ? null : JSON.stringify(v));
+export function fromJson<T>(v: string | null | undefined, fallback: T): T {
+  if (v === null || v === undefined || v === '') return fallback;
+  return JSON.parse(v) as T;
+}

@@ -1,0 +1,24 @@
+/**
+ * The shared things every module receives. Modules export plain service
+ * functions taking what they need from here; there is no container magic.
+ */
+import type { Clock } from './clock';
+import type { Config } from './config';
+import type { Db } from './db';
+import type { Logger } from './logger';
+import type { Metrics } from './metrics';
+import type { Signals } from './signals';
+import type { SecuritySettings } from './auth/settings';
+import type { AuthFailureLimiter, TokenBuckets } from './auth/rate-limit';
+
+export interface AppDeps {
+  config: Config;
+  db: Db;
+  clock: Clock;
+  log: Logger;
+  metrics: Metrics;
+  signals: Signals;
+  settings: SecuritySettings;
+  buckets: TokenBuckets;
+  failures: AuthFailureLimiter;
+}

@@ -1,0 +1,160 @@
+/**
+ * Route definitions. Every /v1 endpoint is declared once with its scope, its
+ * zod schemas and its handler; from that one declaration come the Koa route,
+ * the authentication and scope check, request validation (400 for path/query,
+ * 415/422 for the body) and the OpenAPI operation. A route cannot forget its
+ * scope check because the scope is a required field.
+ */
+import Router from '@koa/router';
+import { koaBody } from 'koa-body';
+import type { Context, Middleware } from 'koa';
+import { z } from 'zod';
+import type { Scope } from '../auth/scopes';
+import { ApiError, fromZodError } from './errors';
+import type { Caller, RequestState } from './context';
+
+export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
+
+export interface ResponseSpec {
+  description: string;
+  schema?: z.ZodType;
+  contentType?: string;
+}
+
+export interface HandlerInput<P, Q, B> {
+  params: P;
+  query: Q;
+  body: B;
+  caller: Caller;
+  ctx: Context;
+  /** The raw request body (JSON routes), e.g. for idempotency hashing. */
+  rawBody: string;
+}
+
+/** A handler returns a status and body, or sets ctx.body itself and returns undefined. */
+export type HandlerResult = { status: number; body?: unknown; headers?: Record<string, string> } | undefined;
+
+export interface RouteSpec<P extends z.ZodType = z.ZodType, Q extends z.ZodType = z.ZodType, B extends z.ZodType = z.ZodType> {
+  method: Method;
+  /** OpenAPI-style path: /v1/messages/{id} */
+  path: string;
+  /** Required scope; `null` only for routes that need no API key at all. */
+  scope: Scope | null;
+  tag: string;
+  summary: string;
+  description?: string;
+  /** A Pigeon addition beyond SPEC.md (marked x-pigeon-extension in OpenAPI). */
+  extension?: boolean;
+  params?: P;
+  query?: Q;
+  body?: B;
+  bodyType?: 'json' | 'multipart';
+  bodyLimitBytes?: number;
+  responses: Record<number, ResponseSpec>;
+  handler(input: HandlerInput<z.output<P>, z.output<Q>, z.output<B>>): Promise<HandlerResult> | HandlerResult;
+}
+
+export type AnyRoute = RouteSpec<z.ZodType, z.ZodType, z.ZodType>;
+
+export type Authenticator = (ctx: Context, scope: Scope) => Promise<Caller>;
+
+export class ApiRouter {
+  readonly router = new Router();
+  readonly routes: AnyRoute[] = [];
+
+  constructor(
+    private readonly authenticate: Authenticator,
+    private readonly defaultJsonLimit: number,
+  ) {}
+
+  add<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodType>(spec: RouteSpec<P, Q, B>): void {
+    const route = spec as unknown as AnyRoute;
+    this.routes.push(route);
+    const koaPath = route.path.replace(/\{(\w+)\}/g, ':$1');
+    this.router.register(koaPath, [route.method.toUpperCase()], [this.nameRoute(route), ...this.bodyParser(route), this.run(route)]);
+  }
+
+  has(method: Method, path: string): boolean {
+    return this.routes.some((r) => r.method === method && r.path === path);
+  }
+
+  private nameRoute(route: AnyRoute): Middleware {
+    return async (ctx, next) => {
+      (ctx.state as RequestState).routeName = route.path;
+      await next();
+    };
+  }
+
+  private bodyParser(route: AnyRoute): Middleware[] {
+    if (!route.body) return [];
+    const multipart = route.bodyType === 'multipart';
+    const wanted = multipart ? 'multipart/form-data' : 'application/json';
+    const limit = route.bodyLimitBytes ?? this.defaultJsonLimit;
+    const checkType: Middleware = async (ctx, next) => {
+      if (!ctx.is(wanted)) {
+        throw new ApiError(415, 'invalid_request_error', 'unsupported_media_type', `Content-Type must be ${wanted}`);
+      }
+      await next();
+    };
+    const parse = koaBody({
+      json: !multipart,
+      multipart,
+      urlencoded: false,
+      text: false,
+      jsonLimit: limit,
+      jsonStrict: true,
+      includeUnparsed: !multipart,
+      formidable: multipart ? { maxFileSize: limit, maxFiles: 1, maxFields: 20 } : undefined,
+      onError: (err: Error) => {
+        throw bodyError(err, limit);
+      },
+    });
+    // Authenticate before reading a (possibly large) body.
+    return [this.authOnly(route), checkType, parse];
+  }
+
+  private authOnly(route: AnyRoute): Middleware {
+    return async (ctx, next) => {
+      if (route.scope) (ctx.state as RequestState).caller = await this.authenticate(ctx, route.scope);
+      await next();
+    };
+  }
+
+  private run(route: AnyRoute): Middleware {
+    return async (ctx) => {
+      const state = ctx.state as RequestState;
+      if (route.scope && !state.caller) state.caller = await this.authenticate(ctx, route.scope);
+      const params = parsePart(route.params, ctx.params, 400, ['path']);
+      const query = parsePart(route.query, ctx.query, 400, []);
+      const body = route.body ? parsePart(route.body, readBody(ctx, route), 422, []) : undefined;
+      const rawBody = (ctx.request.body as Record<symbol, string> | undefined)?.[Symbol.for('unparsedBody')] ?? '';
+      const result = await route.handler({ params, query, body, caller: state.caller as Caller, ctx, rawBody });
+      if (!result) return;
+      ctx.status = result.status;
+      if (result.headers) ctx.set(result.headers);
+      if (result.body !== undefined) ctx.body = result.body;
+    };
+  }
+}
+
+function readBody(ctx: Context, route: AnyRoute): unknown {
+  if (route.bodyType !== 'multipart') return ctx.request.body;
+  return { ...(ctx.request.body as object), ...(ctx.request.files as object) };
+}
+
+function parsePart(schema: z.ZodType | undefined, value: unknown, status: 400 | 422, prefix: PropertyKey[]): unknown {
+  if (!schema) return value;
+  const result = schema.safeParse(value);
+  if (!result.success) throw fromZodError(result.error, status, status === 400 && prefix.length ? [] : prefix);
+  return result.data;
+}
+
+function bodyError(err: Error & { status?: number; type?: string }, limit: number): ApiError {
+  if (err.status === 413 || err.type === 'entity.too.large' || /maxFileSize|too large/i.test(err.message)) {
+    return new ApiError(413, 'invalid_request_error', 'payload_too_large', `request body exceeds ${limit} bytes`);
+  }
+  if (err.status === 415) {
+    return new ApiError(415, 'invalid_request_error', 'unsupported_media_type', 'unsupported content encoding');
+  }
+  return new ApiError(400, 'invalid_request_error', 'malformed_body', 'request body is not valid JSON (an object or array is expected)');
+}

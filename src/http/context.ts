@@ -1,0 +1,18 @@
+/** What the HTTP layer knows about a caller once authenticated. */
+import type { Mode, Scope } from '../auth/scopes';
+
+export interface Caller {
+  accountId: string;
+  accountName: string;
+  keyId: string;
+  mode: Mode;
+  scopes: Scope[];
+}
+
+export interface RequestState {
+  requestId: string;
+  clientIp: string;
+  caller?: Caller;
+  /** The route template (e.g. /v1/messages/{id}) for metrics and logs. */
+  routeName?: string;
+}

@@ -1,0 +1,61 @@
+/**
+ * Public identifiers: `<prefix>_<26 chars>`, where the chars are a ULID-style
+ * monotonic timestamp + randomness in lower-case Crockford base32. Ids sort by
+ * creation order, so a list ordered by id is newest-first with `id < cursor`
+ * and stays stable while rows are inserted between page reads.
+ */
+import crypto from 'node:crypto';
+
+const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
+const BASE62 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+
+let lastTime = -1;
+let lastRandom: number[] = [];
+
+function encodeTime(ms: number): string {
+  let out = '';
+  for (let i = 0; i < 10; i++) {
+    out = ALPHABET[ms % 32] + out;
+    ms = Math.floor(ms / 32);
+  }
+  return out;
+}
+
+function nextRandom(ms: number): number[] {
+  if (ms === lastTime) {
+    // Same millisecond: increment the previous randomness so ids stay ordered.
+    const r = lastRandom.slice();
+    for (let i = r.length - 1; i >= 0; i--) {
+      if (r[i] < 31) {
+        r[i]++;
+        return r;
+      }
+      r[i] = 0;
+    }
+    return r;
+  }
+  return Array.from(crypto.randomBytes(16), (b) => b % 32);
+}
+
+/** Wall-clock time is used on purpose (not the injectable clock): ids only need order. */
+export function newId(prefix: string): string {
+  const now = Math.max(Date.now(), lastTime);
+  lastRandom = nextRandom(now);
+  lastTime = now;
+  return `${prefix}_${encodeTime(now)}${lastRandom.map((d) => ALPHABET[d]).join('')}`;
+}
+
+export function isId(prefix: string, value: unknown): value is string {
+  return typeof value === 'string' && new RegExp(`^${prefix}_[0-9a-hjkmnp-tv-z]{26}$`).test(value);
+}
+
+/** Uniform random base62 string (rejection sampling, no modulo bias). */
+export function randomBase62(length: number): string {
+  let out = '';
+  while (out.length < length) {
+    for (const b of crypto.randomBytes(length * 2)) {
+      if (b < 248 && out.length < length) out += BASE62[b % 62];
+    }
+  }
+  return out;
+}

@@ -1,0 +1,39 @@
+/**
+ * The modules that make up the appliance. Each contributes some of: API
+ * routes, background workers, network listeners and event sinks. createApp
+ * wires them in this order; adding a module is one entry here.
+ */
+import type { AppDeps } from './deps';
+import type { ApiRouter } from './http/api';
+import type { EventSink } from './events/record';
+import { registerAuthRoutes } from './auth/routes';
+
+/** A background loop (MTA, webhook dispatcher, re-checks…). */
+export interface Worker {
+  name: string;
+  start(): void;
+  /** Stop taking new work and wait for work in flight (createApp bounds the wait). */
+  stop(): Promise<void>;
+  /** Process everything that is due now and resolve when done (tests with a fake clock). */
+  runOnce?(): Promise<void>;
+}
+
+/** A network listener other than HTTP (SMTP submission, inbound). */
+export interface Listener {
+  name: string;
+  host: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+export interface Module {
+  name: string;
+  routes?(api: ApiRouter, deps: AppDeps): void;
+  workers?(deps: AppDeps): Worker[];
+  listeners?(deps: AppDeps): Promise<Listener[]>;
+  eventSinks?: EventSink[];
+}
+
+export const MODULES: Module[] = [
+  { name: 'auth', routes: registerAuthRoutes },
+];

@@ -1,0 +1,115 @@
+/**
+ * Test harness for the appliance itself: createApp on port 0 with a fresh
+ * temporary dataDir, a captured log, and a small JSON client with the
+ * bootstrap sandbox key. Every test gets its own app and database.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import { App, AppOptions, createApp } from '../../src/app';
+import type { ConfigInput } from '../../src/config';
+import { mergeDeep } from './merge';
+
+export interface TestApp extends App {
+  key: string;
+  logs: string[];
+  dataDir: string;
+  api: ApiClient;
+  /** Stops the app and removes its dataDir. */
+  stop(): Promise<void>;
+}
+
+export function testConfig(dataDir: string, overrides: ConfigInput = {}): ConfigInput {
+  const base: ConfigInput = {
+    dataDir,
+    log: { level: 'info' },
+    http: { port: 0, publicUrl: 'http://127.0.0.1:0', shutdownTimeoutMs: 2000 },
+    smtp: { submission: { port: 0, allowInsecureAuth: true }, inbound: { port: 0 } },
+    webhooks: { allowPrivateTargets: true, allowHttp: true },
+    rateLimit: { requestsPerSecond: 10_000, burst: 10_000 },
+  };
+  return mergeDeep(base, overrides) as ConfigInput;
+}
+
+export async function startTestApp(overrides: ConfigInput = {}, options: AppOptions = {}): Promise<TestApp> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'pigeon-test-'));
+  const logs: string[] = [];
+  const logStream = new Writable({
+    write(chunk, _enc, cb) {
+      logs.push(...String(chunk).split('\n').filter(Boolean));
+      cb();
+    },
+  });
+  const app = await createApp(testConfig(dataDir, overrides), { logStream, ...options });
+  if (!app.bootstrapKey) throw new Error('expected a bootstrap key on a fresh database');
+  const api = new ApiClient(app.http.url, app.bootstrapKey);
+  return Object.assign(app, {
+    key: app.bootstrapKey,
+    logs,
+    dataDir,
+    api,
+    async stop() {
+      await app.close();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  });
+}
+
+export interface ApiResponse<T = any> {
+  status: number;
+  headers: Headers;
+  body: T;
+  text: string;
+}
+
+export class ApiClient {
+  constructor(
+    readonly baseUrl: string,
+    readonly key: string,
+  ) {}
+
+  withKey(key: string): ApiClient {
+    return new ApiClient(this.baseUrl, key);
+  }
+
+  async request<T = any>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<ApiResponse<T>> {
+    const init: RequestInit = { method, headers: { ...(this.key ? { authorization: `Bearer ${this.key}` } : {}), ...headers } };
+    if (body !== undefined) {
+      init.body = typeof body === 'string' || body instanceof FormData ? (body as RequestInit['body']) : JSON.stringify(body);
+      if (!(body instanceof FormData)) (init.headers as Record<string, string>)['content-type'] ??= 'application/json';
+    }
+    const res = await fetch(this.baseUrl + path, init);
+    const text = await res.text();
+    let parsed: unknown = text;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      /* not JSON: keep text */
+    }
+    return { status: res.status, headers: res.headers, body: parsed as T, text };
+  }
+
+  get<T = any>(path: string, headers?: Record<string, string>) {
+    return this.request<T>('GET', path, undefined, headers);
+  }
+  post<T = any>(path: string, body?: unknown, headers?: Record<string, string>) {
+    return this.request<T>('POST', path, body ?? {}, headers);
+  }
+  put<T = any>(path: string, body?: unknown, headers?: Record<string, string>) {
+    return this.request<T>('PUT', path, body ?? {}, headers);
+  }
+  patch<T = any>(path: string, body?: unknown, headers?: Record<string, string>) {
+    return this.request<T>('PATCH', path, body ?? {}, headers);
+  }
+  delete<T = any>(path: string, headers?: Record<string, string>) {
+    return this.request<T>('DELETE', path, undefined, headers);
+  }
+}
+
+/** Creates a key through the API and returns its secret. */
+export async function createKey(app: TestApp, mode: 'test' | 'live', scopes: string[]): Promise<string> {
+  const res = await app.api.post('/v1/api-keys', { name: `${mode} ${scopes.join(',')}`, mode, scopes });
+  if (res.status !== 201) throw new Error(`key creation failed: ${res.status} ${res.text}`);
+  return res.body.key as string;
+}
