@@ -92,6 +92,7 @@ exports.up = async function up(knex) {
     t.string('ip_pool');
     t.boolean('track_opens').notNullable().defaultTo(false);
     t.boolean('track_clicks').notNullable().defaultTo(false);
+    t.boolean('list_unsubscribe').notNullable().defaultTo(false);
     t.string('message_id_header').notNullable(); // RFC 5322 Message-ID, without <>
     t.string('source'); // api | smtp
     t.bigInteger('send_at');
@@ -142,6 +143,34 @@ exports.up = async function up(knex) {
     t.index(['account_id', 'mode', 'created_at'], 'events_account_time_idx');
   });
 
+  // Sending domains of an account (the domains module adds its key tables).
+  await knex.schema.createTable('domains', (t) => {
+    t.string('id').primary();
+    t.string('account_id').notNullable().references('accounts.id').onDelete('CASCADE');
+    t.string('name').notNullable(); // lower-case, punycode
+    t.string('status').notNullable(); // pending | verified | failing
+    t.bigInteger('created_at').notNullable();
+    t.bigInteger('verified_at');
+    t.bigInteger('last_checked_at');
+    t.bigInteger('failing_since');
+    t.unique(['account_id', 'name'], { indexName: 'domains_account_name_unique' });
+    t.index(['account_id', 'id'], 'domains_list_idx');
+  });
+
+  // IP pools: named sets of the configured source addresses.
+  await knex.schema.createTable('ip_pools', (t) => {
+    t.string('id').primary();
+    t.string('account_id').notNullable().references('accounts.id').onDelete('CASCADE');
+    t.string('name').notNullable();
+    t.bigInteger('created_at').notNullable();
+    t.unique(['account_id', 'name'], { indexName: 'ip_pools_account_name_unique' });
+  });
+  await knex.schema.createTable('ip_pool_members', (t) => {
+    t.string('pool_id').notNullable().references('ip_pools.id').onDelete('CASCADE');
+    t.string('address').notNullable();
+    t.primary(['pool_id', 'address']);
+  });
+
   // Addresses never to send to, per account (both modes).
   await knex.schema.createTable('suppressions', (t) => {
     t.string('id').primary();
@@ -158,7 +187,7 @@ exports.up = async function up(knex) {
 /** @param {import('knex').Knex} knex */
 exports.down = async function down(knex) {
   for (const table of [
-    'suppressions', 'events', 'message_attempts', 'messages', 'message_contents',
+    'suppressions', 'ip_pool_members', 'ip_pools', 'domains', 'events', 'message_attempts', 'messages', 'message_contents',
     'idempotency_keys', 'usage_counters', 'account_settings', 'api_keys', 'accounts',
   ]) {
     await knex.schema.dropTableIfExists(table);
