@@ -93,6 +93,16 @@ export const configSchema = z.strictObject({
     timeoutMs: z.number().int().positive().default(10_000).describe('A webhook POST not answered 2xx in this time fails.'),
     concurrency: z.number().int().positive().default(10).describe('Webhook requests in flight at once.'),
   }).prefault({}).describe('Webhook dispatcher.'),
+  tracking: z.strictObject({
+    trackOpensDefault: z.boolean().default(false)
+      .describe('Open tracking (pixel) for sends that do not set track_opens.'),
+    trackClicksDefault: z.boolean().default(false)
+      .describe('Click tracking (rewritten links) for sends that do not set track_clicks.'),
+  }).prefault({}).describe('Open and click tracking (links point at http.publicUrl).'),
+  suppressions: z.strictObject({
+    uploadMaxBytes: z.number().int().positive().default(100 * 1024 * 1024)
+      .describe('Largest suppression CSV accepted by POST /v1/suppressions/upload (413 above it).'),
+  }).prefault({}).describe('Suppression list.'),
   limits: z.strictObject({
     maxRecipients: z.number().int().min(1).max(1000).default(50).describe('Recipients (to+cc+bcc) per send.'),
     maxMessageBytes: z.number().int().positive().default(10 * 1024 * 1024)

@@ -7,6 +7,10 @@ import type { AppDeps } from './deps';
 import type { ApiRouter } from './http/api';
 import type { EventSink } from './events/record';
 import { registerAuthRoutes } from './auth/routes';
+import { registerTrackingRoutes } from './tracking/routes';
+import { registerAnalyticsRoutes } from './analytics/routes';
+import { applyRollup } from './analytics/rollup';
+import { registerSuppressionRoutes } from './suppressions/routes';
 
 /** A background loop (MTA, webhook dispatcher, re-checks…). */
 export interface Worker {
@@ -36,4 +40,7 @@ export interface Module {
 
 export const MODULES: Module[] = [
   { name: 'auth', routes: registerAuthRoutes },
+  { name: 'tracking', routes: registerTrackingRoutes },
+  { name: 'analytics', routes: registerAnalyticsRoutes, eventSinks: [applyRollup] },
+  { name: 'suppressions', routes: registerSuppressionRoutes },
 ];

@@ -104,9 +104,10 @@ export class ApiRouter {
       jsonLimit: limit,
       jsonStrict: true,
       includeUnparsed: !multipart,
-      formidable: multipart ? { maxFileSize: limit, maxFiles: 1, maxFields: 20 } : undefined,
+      // Empty files reach the handler, which can say why an empty upload is refused.
+      formidable: multipart ? { maxFileSize: limit, maxFiles: 1, maxFields: 20, allowEmptyFiles: true, minFileSize: 0 } : undefined,
       onError: (err: Error) => {
-        throw bodyError(err, limit);
+        throw bodyError(err, limit, multipart);
       },
     });
     // Authenticate before reading a (possibly large) body.
@@ -149,12 +150,13 @@ function parsePart(schema: z.ZodType | undefined, value: unknown, status: 400 | 
   return result.data;
 }
 
-function bodyError(err: Error & { status?: number; type?: string }, limit: number): ApiError {
+function bodyError(err: Error & { status?: number; type?: string }, limit: number, multipart = false): ApiError {
   if (err.status === 413 || err.type === 'entity.too.large' || /maxFileSize|too large/i.test(err.message)) {
     return new ApiError(413, 'invalid_request_error', 'payload_too_large', `request body exceeds ${limit} bytes`);
   }
   if (err.status === 415) {
     return new ApiError(415, 'invalid_request_error', 'unsupported_media_type', 'unsupported content encoding');
   }
+  if (multipart) return new ApiError(400, 'invalid_request_error', 'malformed_body', 'request body is not valid multipart/form-data');
   return new ApiError(400, 'invalid_request_error', 'malformed_body', 'request body is not valid JSON (an object or array is expected)');
 }

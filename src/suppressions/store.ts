@@ -3,6 +3,7 @@
  * bounces, complaints, unsubscribes, uploads). Shared by both modes of an
  * account. Other modules call these functions, never the table.
  */
+import { domainToASCII } from 'node:url';
 import type { Queryable } from '../db';
 import { newId } from '../ids';
 
@@ -17,8 +18,17 @@ export interface Suppression {
   createdAt: number;
 }
 
-/** Addresses compare case-insensitively; stored trimmed and lower-cased. */
-export const normalizeEmail = (email: string): string => email.trim().toLowerCase();
+/**
+ * Addresses compare case-insensitively; stored trimmed and lower-cased, with an
+ * internationalised domain in its ASCII (punycode) form so both spellings match.
+ */
+export function normalizeEmail(email: string): string {
+  const value = email.trim().toLowerCase();
+  const at = value.lastIndexOf('@');
+  if (at < 0 || /^[\x00-\x7f]*$/.test(value)) return value;
+  const ascii = domainToASCII(value.slice(at + 1));
+  return ascii ? value.slice(0, at + 1) + ascii : value;
+}
 
 export async function isSuppressed(db: Queryable, accountId: string, email: string): Promise<boolean> {
   const row = await db('suppressions').where({ account_id: accountId, email: normalizeEmail(email) }).first('id');
@@ -47,9 +57,17 @@ export async function addSuppression(
   return true;
 }
 
-export async function getSuppression(db: Queryable, accountId: string, email: string): Promise<Suppression | undefined> {
-  const r = await db('suppressions').where({ account_id: accountId, email: normalizeEmail(email) }).first();
-  return r && {
+interface SuppressionRow {
+  id: string;
+  account_id: string;
+  email: string;
+  reason: string;
+  source_message_id: string | null;
+  created_at: number;
+}
+
+function toSuppression(r: SuppressionRow): Suppression {
+  return {
     id: r.id,
     accountId: r.account_id,
     email: r.email,
@@ -57,4 +75,46 @@ export async function getSuppression(db: Queryable, accountId: string, email: st
     sourceMessageId: r.source_message_id,
     createdAt: Number(r.created_at),
   };
+}
+
+export async function getSuppression(db: Queryable, accountId: string, email: string): Promise<Suppression | undefined> {
+  const r: SuppressionRow | undefined = await db('suppressions').where({ account_id: accountId, email: normalizeEmail(email) }).first();
+  return r && toSuppression(r);
+}
+
+export interface SuppressionFilter {
+  reason?: string;
+  /** Addresses starting with this text (normalised). */
+  emailPrefix?: string;
+}
+
+/** Newest first; `limit` rows after `cursor` (an id) plus the total matching the filter. */
+export async function listSuppressions(
+  db: Queryable,
+  accountId: string,
+  filter: SuppressionFilter,
+  limit: number,
+  cursor?: string,
+): Promise<{ items: Suppression[]; total: number }> {
+  const base = () => {
+    const q = db('suppressions').where({ account_id: accountId });
+    if (filter.reason !== undefined) q.andWhere('reason', filter.reason);
+    if (filter.emailPrefix) {
+      // A range instead of LIKE: uses the (account_id, email) index and needs no escaping of % and _.
+      const prefix = normalizeEmail(filter.emailPrefix);
+      q.andWhere('email', '>=', prefix).andWhere('email', '<', prefix + '\uffff');
+    }
+    return q;
+  };
+  const page = base().orderBy('id', 'desc').limit(limit);
+  if (cursor) page.andWhere('id', '<', cursor);
+  const [rows, counted] = await Promise.all([page, base().count({ n: '*' }).first()]);
+  return { items: (rows as SuppressionRow[]).map(toSuppression), total: Number((counted as { n: number } | undefined)?.n ?? 0) };
+}
+
+/** Removes an address; returns what was removed. */
+export async function deleteSuppression(db: Queryable, accountId: string, email: string): Promise<Suppression | undefined> {
+  const found = await getSuppression(db, accountId, email);
+  if (found) await db('suppressions').where({ id: found.id }).delete();
+  return found;
 }

@@ -1,0 +1,135 @@
+/**
+ * Reading the rollups. A range [from, to) is answered from day rows for the
+ * whole UTC days inside it and hour rows for the ends, so a year costs about
+ * 365 + 48 rows per combination of sending domain and pool, whatever the
+ * number of events behind them.
+ */
+import type { Knex } from 'knex';
+import type { Queryable } from '../db';
+import { Counts, DAY, Grain, METRICS, zeroCounts } from './rollup';
+import type { AnalyticsScope } from './range';
+import type { Bucket } from './time';
+
+interface Part {
+  grain: Grain;
+  from: number;
+  to: number;
+}
+
+/** Splits [from, to) into hour parts at the ends and a day part in the middle (when days are allowed). */
+export function rangeParts(from: number, to: number, allowDays: boolean): Part[] {
+  const firstDay = Math.ceil(from / DAY) * DAY;
+  const lastDay = Math.floor(to / DAY) * DAY;
+  if (!allowDays || firstDay >= lastDay) return [{ grain: 'h', from, to }];
+  const parts: Part[] = [];
+  if (from < firstDay) parts.push({ grain: 'h', from, to: firstDay });
+  parts.push({ grain: 'd', from: firstDay, to: lastDay });
+  if (lastDay < to) parts.push({ grain: 'h', from: lastDay, to });
+  return parts;
+}
+
+const SUMS = METRICS.map((m) => `SUM(${m}) AS ${m}`).join(', ');
+
+function scoped(db: Queryable, table: string, scope: AnalyticsScope, part: Part): Knex.QueryBuilder {
+  const q = db(table)
+    .where({ account_id: scope.accountId, mode: scope.mode, tag: scope.tag, grain: part.grain })
+    .andWhere('bucket', '>=', part.from)
+    .andWhere('bucket', '<', part.to);
+  if (scope.sendingDomain !== undefined) q.andWhere('sending_domain', scope.sendingDomain);
+  if (scope.ipPool !== undefined) q.andWhere('ip_pool', scope.ipPool);
+  return q;
+}
+
+export function toCounts(row: Record<string, unknown> | undefined): Counts {
+  const c = zeroCounts();
+  if (row) for (const m of METRICS) c[m] = Number(row[m] ?? 0);
+  return c;
+}
+
+function addInto(target: Counts, add: Counts): void {
+  for (const m of METRICS) target[m] += add[m];
+}
+
+/** Totals over the scope's range. */
+export async function readTotals(db: Queryable, scope: AnalyticsScope): Promise<Counts> {
+  const total = zeroCounts();
+  for (const part of rangeParts(scope.from, scope.to, true)) {
+    const row = await scoped(db, 'analytics_totals', scope, part).first(db.raw(SUMS));
+    addInto(total, toCounts(row));
+  }
+  return total;
+}
+
+/** Day rows can serve a series only when every bucket boundary inside the range is a UTC midnight. */
+export function daysAlign(buckets: Bucket[]): boolean {
+  return buckets.every((b, i) => i === 0 || b.first % DAY === 0);
+}
+
+/** Counts per bucket; `buckets` must cover [scope.from, scope.to) in order. */
+export async function readSeries(db: Queryable, scope: AnalyticsScope, buckets: Bucket[], allowDays: boolean): Promise<Counts[]> {
+  const out = buckets.map(() => zeroCounts());
+  const firsts = buckets.map((b) => b.first);
+  for (const part of rangeParts(scope.from, scope.to, allowDays)) {
+    const rows: Array<Record<string, unknown>> = await scoped(db, 'analytics_totals', scope, part)
+      .select('bucket', db.raw(SUMS))
+      .groupBy('bucket');
+    for (const row of rows) addInto(out[bucketIndex(firsts, Number(row.bucket))], toCounts(row));
+  }
+  return out;
+}
+
+/** Index of the last bucket starting at or before `at`. */
+function bucketIndex(firsts: number[], at: number): number {
+  let lo = 0;
+  let hi = firsts.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (firsts[mid] <= at) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+export interface DomainRow {
+  recipientDomain: string;
+  counts: Counts;
+}
+
+/**
+ * Metrics per recipient domain, most sent first (ties by name), one page
+ * after `cursor` (the last domain of the previous page), with the number of
+ * domains in the range.
+ */
+export async function readDomains(
+  db: Queryable,
+  scope: AnalyticsScope,
+  limit: number,
+  cursor?: string,
+): Promise<{ rows: DomainRow[]; total: number }> {
+  const unions: string[] = [];
+  const bindings: Knex.RawBinding[] = [];
+  for (const part of rangeParts(scope.from, scope.to, true)) {
+    const sql = scoped(db, 'analytics_domains', scope, part).select('recipient_domain', ...METRICS).toSQL();
+    unions.push(sql.sql);
+    bindings.push(...(sql.bindings as Knex.RawBinding[]));
+  }
+  const after = cursor === undefined ? '' : 'WHERE sent < (SELECT sent FROM agg WHERE recipient_domain = ?) OR (sent = (SELECT sent FROM agg WHERE recipient_domain = ?) AND recipient_domain > ?)';
+  if (cursor !== undefined) bindings.push(cursor, cursor, cursor);
+  const sql = `WITH parts AS (${unions.join(' UNION ALL ')}),
+    agg AS (SELECT recipient_domain, ${SUMS}, COUNT(*) OVER () AS total FROM parts GROUP BY recipient_domain)
+    SELECT * FROM agg ${after} ORDER BY sent DESC, recipient_domain ASC LIMIT ?`;
+  const rows = rawRows(await db.raw(sql, [...bindings, limit]));
+  let total = rows.length ? Number(rows[0].total) : 0;
+  if (!rows.length && cursor !== undefined) {
+    const counted = rawRows(
+      await db.raw(`WITH parts AS (${unions.join(' UNION ALL ')}) SELECT COUNT(DISTINCT recipient_domain) AS total FROM parts`, bindings.slice(0, -3)),
+    );
+    total = Number(counted[0]?.total ?? 0);
+  }
+  return { rows: rows.map((r) => ({ recipientDomain: String(r.recipient_domain), counts: toCounts(r) })), total };
+}
+
+/** knex.raw answers an array on SQLite and `{rows}` on PostgreSQL. */
+function rawRows(result: unknown): Array<Record<string, unknown>> {
+  return Array.isArray(result) ? result : ((result as { rows?: Array<Record<string, unknown>> }).rows ?? []);
+}

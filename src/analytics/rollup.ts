@@ -1,0 +1,160 @@
+/**
+ * Rollups: the counters behind every analytics endpoint, kept in the same
+ * transaction as the event that changes them. `applyRollup` is an event sink
+ * (registered by the module entry); `rollupCounter` is how delivery counts the
+ * outcomes that are not events (`deferred`, `suppressed`).
+ *
+ * One change adds to 2 × (1 + tags) rows in each table: an hour row and a day
+ * row, in the '' row set (every message, counted once) and in each tag's row
+ * set. Queries read exactly one row set, so totals never double count.
+ */
+import type { Queryable, Tx } from '../db';
+import { fromJson } from '../db';
+import type { Mode } from '../auth/scopes';
+import type { RecordedEvent } from '../events/record';
+import { DEFAULT_POOL } from '../pools/lookup';
+
+export const METRICS = [
+  'sent', 'delivered', 'bounced_hard', 'bounced_soft', 'complained',
+  'opened_total', 'opened_unique', 'clicked_total', 'clicked_unique', 'suppressed', 'deferred',
+] as const;
+
+export type Metric = (typeof METRICS)[number];
+export type Counts = Record<Metric, number>;
+export type Deltas = Partial<Counts>;
+
+export const HOUR = 3_600_000;
+export const DAY = 86_400_000;
+export const GRAINS = { h: HOUR, d: DAY } as const;
+export type Grain = keyof typeof GRAINS;
+
+/** Where one counted thing belongs. */
+export interface RollupDims {
+  accountId: string;
+  mode: Mode;
+  /** When it happened (ms); picks the hour and day buckets. */
+  at: number;
+  sendingDomain: string;
+  recipientDomain: string;
+  tags: string[];
+  /** null means the default pool. */
+  ipPool: string | null;
+}
+
+export const zeroCounts = (): Counts => Object.fromEntries(METRICS.map((m) => [m, 0])) as Counts;
+
+/** The distinct non-empty tags plus '' (the every-message row set). */
+export function tagSets(tags: readonly string[]): string[] {
+  return ['', ...new Set(tags.filter((t) => typeof t === 'string' && t !== ''))];
+}
+
+/** Rollup rows (before upsert) that one change adds to; pure, shared with the benchmark. */
+export function rollupRows(dims: RollupDims, deltas: Deltas): { totals: Record<string, unknown>[]; domains: Record<string, unknown>[] } {
+  const totals: Record<string, unknown>[] = [];
+  const domains: Record<string, unknown>[] = [];
+  const pool = dims.ipPool || DEFAULT_POOL;
+  for (const tag of tagSets(dims.tags)) {
+    for (const [grain, size] of Object.entries(GRAINS)) {
+      const bucket = Math.floor(dims.at / size) * size;
+      const key = { account_id: dims.accountId, mode: dims.mode, tag, grain, bucket, sending_domain: dims.sendingDomain, ip_pool: pool };
+      totals.push({ ...key, ...deltas });
+      domains.push({ ...key, recipient_domain: dims.recipientDomain, ...deltas });
+    }
+  }
+  return { totals, domains };
+}
+
+const TOTALS_KEY = ['account_id', 'mode', 'tag', 'grain', 'bucket', 'sending_domain', 'ip_pool'];
+const DOMAINS_KEY = ['account_id', 'mode', 'tag', 'grain', 'bucket', 'recipient_domain', 'sending_domain', 'ip_pool'];
+
+async function upsert(db: Queryable, table: string, key: string[], rows: Record<string, unknown>[], metrics: Metric[]): Promise<void> {
+  const merge = Object.fromEntries(metrics.map((m) => [m, db.raw('??.?? + excluded.??', [table, m, m])]));
+  await db(table).insert(rows).onConflict(key).merge(merge);
+}
+
+/** Adds `deltas` to every rollup row `dims` belongs to. */
+export async function addToRollups(db: Queryable, dims: RollupDims, deltas: Deltas): Promise<void> {
+  const metrics = (Object.keys(deltas) as Metric[]).filter((m) => METRICS.includes(m) && deltas[m]);
+  if (!metrics.length) return;
+  const clean = Object.fromEntries(metrics.map((m) => [m, deltas[m]]));
+  const { totals, domains } = rollupRows(dims, clean);
+  await upsert(db, 'analytics_totals', TOTALS_KEY, totals, metrics);
+  await upsert(db, 'analytics_domains', DOMAINS_KEY, domains, metrics);
+}
+
+/**
+ * Counts one outcome that is not an event. Delivery calls this in the
+ * transaction that changes the message: `deferred` for every temporary
+ * failure, `suppressed` when a send is stopped by the suppression list.
+ */
+export async function rollupCounter(trx: Tx, dims: RollupDims, metric: Metric): Promise<void> {
+  await addToRollups(trx, dims, { [metric]: 1 });
+}
+
+interface MessageDimsRow {
+  account_id: string;
+  mode: string;
+  sending_domain: string;
+  recipient_domain: string;
+  tags: string;
+  ip_pool: string | null;
+}
+
+/** The rollup dimensions of a stored message, or undefined when there is no such message. */
+export async function messageDims(db: Queryable, messageId: string, at: number): Promise<RollupDims | undefined> {
+  const row: MessageDimsRow | undefined = await db('messages')
+    .where({ id: messageId })
+    .first('account_id', 'mode', 'sending_domain', 'recipient_domain', 'tags', 'ip_pool');
+  if (!row) return undefined;
+  return {
+    accountId: row.account_id,
+    mode: row.mode as Mode,
+    at,
+    sendingDomain: row.sending_domain,
+    recipientDomain: row.recipient_domain,
+    tags: fromJson<string[]>(row.tags, []),
+    ipPool: row.ip_pool,
+  };
+}
+
+/** `rollupCounter` for a message by id: looks its dimensions up (by primary key). */
+export async function rollupMessageCounter(trx: Tx, messageId: string, metric: Metric, at: number): Promise<void> {
+  const dims = await messageDims(trx, messageId, at);
+  if (dims) await addToRollups(trx, dims, { [metric]: 1 });
+}
+
+/** Is this the first event of its type for its message? (The event row is already inserted.) */
+async function isFirstOfType(trx: Tx, event: RecordedEvent): Promise<boolean> {
+  const other = await trx('events').where({ message_id: event.messageId, type: event.type }).whereNot('id', event.id).first('id');
+  return !other;
+}
+
+/** What an event adds to the counters. Opens and clicks are unique per message. */
+async function eventDeltas(trx: Tx, event: RecordedEvent): Promise<Deltas | undefined> {
+  switch (event.type) {
+    case 'message.sent':
+      return { sent: 1 };
+    case 'message.delivered':
+      return { delivered: 1 };
+    case 'message.bounced':
+      return event.data.type === 'soft' ? { bounced_soft: 1 } : { bounced_hard: 1 };
+    case 'message.complained':
+      return { complained: 1 };
+    case 'message.opened':
+      return (await isFirstOfType(trx, event)) ? { opened_total: 1, opened_unique: 1 } : { opened_total: 1 };
+    case 'message.clicked':
+      return (await isFirstOfType(trx, event)) ? { clicked_total: 1, clicked_unique: 1 } : { clicked_total: 1 };
+    default:
+      return undefined; // message.queued and anything else is not a rollup metric
+  }
+}
+
+/** Event sink: keeps the rollups in step with the events table, in the event's transaction. */
+export async function applyRollup(trx: Tx, event: RecordedEvent): Promise<void> {
+  if (!event.messageId) return;
+  const deltas = await eventDeltas(trx, event);
+  if (!deltas) return;
+  const dims = await messageDims(trx, event.messageId, event.at);
+  // The event's own account and mode win: rollups are always read per account and mode.
+  if (dims) await addToRollups(trx, { ...dims, accountId: event.accountId, mode: event.mode }, deltas);
+}

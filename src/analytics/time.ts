@@ -1,0 +1,133 @@
+/**
+ * Time zones without a library: Intl tells us a zone's UTC offset at any
+ * instant, and everything else is arithmetic on local "wall" milliseconds
+ * (the local date and time written as if it were UTC). Rollups are hourly, so
+ * buckets are unions of whole UTC hours: exact for every zone whose offset is a
+ * whole number of hours (DST included); in zones with :30/:45 offsets a local
+ * day starts at the first whole UTC hour inside it.
+ */
+import { DAY, HOUR } from './rollup';
+
+const formatters = new Map<string, Intl.DateTimeFormat>();
+
+function formatter(tz: string): Intl.DateTimeFormat {
+  let f = formatters.get(tz);
+  if (!f) {
+    f = new Intl.DateTimeFormat('en-US', {
+      timeZone: tz, hourCycle: 'h23', year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: 'numeric', second: 'numeric',
+    });
+    formatters.set(tz, f);
+  }
+  return f;
+}
+
+/** True for an IANA zone name this runtime knows ('UTC', 'Europe/Berlin'…). */
+export function isTimeZone(tz: string): boolean {
+  if (!tz || tz.length > 64) return false;
+  try {
+    formatter(tz);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Offset of `tz` from UTC at instant `ms`, in ms (local = utc + offset). */
+export function offsetAt(ms: number, tz: string): number {
+  const parts: Record<string, number> = {};
+  for (const p of formatter(tz).formatToParts(new Date(ms))) if (p.type !== 'literal') parts[p.type] = Number(p.value);
+  const wall = Date.UTC(parts.year, parts.month - 1, parts.day, parts.hour, parts.minute, parts.second);
+  return wall - (ms - (((ms % 1000) + 1000) % 1000));
+}
+
+/**
+ * The instant of a local wall time. Ambiguous times (the repeated hour when
+ * clocks go back) take the earlier instant; times that do not exist (skipped
+ * when clocks go forward) take the instant just after the gap.
+ */
+export function wallToInstant(wall: number, tz: string): number {
+  const before = wall - offsetAt(wall - DAY, tz);
+  const after = wall - offsetAt(wall + DAY, tz);
+  const valid = [before, after].filter((c) => offsetAt(c, tz) === wall - c);
+  return valid.length ? Math.min(...valid) : Math.max(before, after);
+}
+
+/** ISO 8601 with the zone's offset at that instant, e.g. 2026-03-29T00:00:00+01:00. */
+export function localIso(ms: number, tz: string): string {
+  const off = offsetAt(ms, tz);
+  const sign = off < 0 ? '-' : '+';
+  const abs = Math.abs(off) / 60_000;
+  const hh = String(Math.floor(abs / 60)).padStart(2, '0');
+  const mm = String(abs % 60).padStart(2, '0');
+  return `${new Date(ms + off).toISOString().slice(0, 19)}${sign}${hh}:${mm}`;
+}
+
+/**
+ * The zone's offset for every hour in [from, to), found with one Intl call per
+ * day plus a short search around each transition instead of one per hour.
+ */
+export function hourlyOffsets(from: number, to: number, tz: string): number[] {
+  const out: number[] = [];
+  let hour = from;
+  let off = offsetAt(hour, tz);
+  while (hour < to) {
+    const next = Math.min(hour + DAY, to);
+    let changed = next - HOUR;
+    if (offsetAt(changed, tz) === off) {
+      changed = next;
+    } else {
+      // A transition in (hour, next): bisect to the first hour with the new offset.
+      let same = hour;
+      while (changed - same > HOUR) {
+        const mid = same + Math.floor((changed - same) / HOUR / 2) * HOUR;
+        if (offsetAt(mid, tz) === off) same = mid;
+        else changed = mid;
+      }
+    }
+    for (; hour < changed; hour += HOUR) out.push(off);
+    if (hour < to) off = offsetAt(hour, tz);
+  }
+  return out;
+}
+
+export type Interval = 'hour' | 'day' | 'week';
+
+export interface Bucket {
+  /** Nominal start and end of the bucket in the zone (UTC ms). */
+  start: number;
+  end: number;
+  /** First and last+1 UTC hour of the bucket that lie inside the range. */
+  first: number;
+  last: number;
+}
+
+/** Local day number (days since 1970-01-01 in the zone) of a wall time. */
+const dayNumber = (wall: number): number => Math.floor(wall / DAY);
+/** Weeks start on Monday: 1970-01-05 (day 4) began week 1. */
+const weekNumber = (day: number): number => Math.floor((day + 3) / 7);
+
+/** The buckets covering the hour-aligned range [from, to), in order, empty ones included. */
+export function buildBuckets(from: number, to: number, interval: Interval, tz: string): Bucket[] {
+  const offsets = hourlyOffsets(from, to, tz);
+  const buckets: Bucket[] = [];
+  let currentKey = NaN;
+  offsets.forEach((off, i) => {
+    const hour = from + i * HOUR;
+    const day = dayNumber(hour + off);
+    const key = interval === 'hour' ? hour : interval === 'day' ? day : weekNumber(day);
+    if (key === currentKey) {
+      buckets[buckets.length - 1].last = hour + HOUR;
+      return;
+    }
+    currentKey = key;
+    buckets.push({ ...nominal(key, interval, tz), first: hour, last: hour + HOUR });
+  });
+  return buckets;
+}
+
+function nominal(key: number, interval: Interval, tz: string): { start: number; end: number } {
+  if (interval === 'hour') return { start: key, end: key + HOUR };
+  const firstDay = interval === 'day' ? key : key * 7 - 3;
+  const days = interval === 'day' ? 1 : 7;
+  return { start: wallToInstant(firstDay * DAY, tz), end: wallToInstant((firstDay + days) * DAY, tz) };
+}

@@ -1,0 +1,174 @@
+/**
+ * Suppression list upload: a CSV file streamed from disk through csv-parse
+ * into the list, in one transaction, so a file is added completely or not at
+ * all. Memory stays flat: rows are handled in batches of BATCH_SIZE, and
+ * duplicates are told apart through the database, not a set in memory: an
+ * address already in the list with an id issued during this upload was added
+ * by an earlier row of the same file.
+ *
+ * Layout: one address per row, in the first column or in a column named
+ * `email` (also `email_address`, `e-mail`, `address`). The first row is a
+ * header when none of its cells contains '@'. With a header, a `reason`
+ * column sets a per-row reason; empty cells fall back to the form's reason.
+ */
+import fs from 'node:fs';
+import { parse, CsvError } from 'csv-parse';
+import type { Db, Tx } from '../db';
+import { newId } from '../ids';
+import { unprocessable, ApiError } from '../http/errors';
+import { checkEmail } from './email';
+
+const BATCH_SIZE = 500;
+const MAX_LISTED_INVALID = 100;
+const MAX_REASON = 100;
+const SNIFF_BYTES = 8192;
+
+export interface InvalidRow {
+  line: number;
+  value: string;
+  error: string;
+}
+
+export interface UploadResult {
+  received: number;
+  added: number;
+  already_present: number;
+  duplicates: number;
+  invalid_count: number;
+  invalid: InvalidRow[];
+}
+
+interface Entry {
+  email: string;
+  reason: string;
+}
+
+interface Columns {
+  email: number;
+  reason: number;
+}
+
+const EMAIL_HEADER = /^(e-?mail|email[ _-]?address|address)$/i;
+
+/** Throws 422 when the file is empty or binary; called before anything is parsed. */
+async function sniff(filePath: string): Promise<void> {
+  const handle = await fs.promises.open(filePath, 'r');
+  try {
+    const buf = Buffer.alloc(SNIFF_BYTES);
+    const { bytesRead } = await handle.read(buf, 0, SNIFF_BYTES, 0);
+    const head = buf.subarray(0, bytesRead);
+    if (!head.toString('utf8').replace(/^\uFEFF/, '').trim()) throw unprocessable('empty_file', 'the file is empty', 'file');
+    if (head.includes(0)) throw unprocessable('invalid_csv', 'the file is not CSV text (it contains binary data)', 'file');
+  } finally {
+    await handle.close();
+  }
+}
+
+function headerColumns(cells: string[]): Columns | undefined {
+  if (cells.some((c) => c.includes('@'))) return undefined;
+  const email = cells.findIndex((c) => EMAIL_HEADER.test(c.trim()));
+  return { email: Math.max(email, 0), reason: cells.findIndex((c) => /^reason$/i.test(c.trim())) };
+}
+
+class Importer {
+  readonly result: UploadResult = { received: 0, added: 0, already_present: 0, duplicates: 0, invalid_count: 0, invalid: [] };
+  private batch: Entry[] = [];
+  /** Ids issued from here on belong to this upload. */
+  private readonly marker = newId('sup');
+
+  constructor(
+    private readonly trx: Tx,
+    private readonly accountId: string,
+    private readonly defaultReason: string,
+    private readonly now: number,
+  ) {}
+
+  invalid(line: number, value: string, error: string): void {
+    this.result.invalid_count++;
+    if (this.result.invalid.length < MAX_LISTED_INVALID) this.result.invalid.push({ line, value: value.slice(0, 320), error });
+  }
+
+  async row(cells: string[], columns: Columns, line: number): Promise<void> {
+    this.result.received++;
+    const value = cells[columns.email] ?? '';
+    const checked = checkEmail(value);
+    if (!checked.ok) return this.invalid(line, value, checked.error);
+    const reason = (columns.reason >= 0 ? cells[columns.reason]?.trim() : '') || this.defaultReason;
+    if (reason.length > MAX_REASON || /[\x00-\x1f\x7f]/.test(reason)) {
+      return this.invalid(line, value, `reason must be at most ${MAX_REASON} printable characters`);
+    }
+    this.batch.push({ email: checked.email, reason });
+    if (this.batch.length >= BATCH_SIZE) await this.flush();
+  }
+
+  async flush(): Promise<void> {
+    const unique = new Map<string, Entry>();
+    for (const e of this.batch) if (!unique.has(e.email)) unique.set(e.email, e);
+    this.result.duplicates += this.batch.length - unique.size;
+    this.batch = [];
+    if (!unique.size) return;
+    const existing: Array<{ id: string; email: string }> = await this.trx('suppressions')
+      .where({ account_id: this.accountId })
+      .whereIn('email', [...unique.keys()])
+      .select('id', 'email');
+    for (const row of existing) {
+      if (row.id > this.marker) this.result.duplicates++;
+      else this.result.already_present++;
+      unique.delete(row.email);
+    }
+    if (!unique.size) return;
+    const rows = [...unique.values()].map((e) => ({
+      id: newId('sup'), account_id: this.accountId, email: e.email, reason: e.reason, source_message_id: null, created_at: this.now,
+    }));
+    await this.trx('suppressions').insert(rows);
+    this.result.added += rows.length;
+  }
+}
+
+function csvError(err: unknown): ApiError {
+  if (err instanceof ApiError) return err;
+  if (err instanceof CsvError) {
+    const line = (err as CsvError & { lines?: number }).lines;
+    return unprocessable('invalid_csv', `the file is not valid CSV${line ? ` (line ${line})` : ''}: ${err.message.replace(/^Invalid [^:]*: /, '')}`, 'file');
+  }
+  throw err;
+}
+
+/** Adds every valid address of the CSV at `filePath`; all or nothing. */
+export async function importSuppressionCsv(
+  db: Db,
+  input: { accountId: string; filePath: string; reason: string; now: number },
+): Promise<UploadResult> {
+  await sniff(input.filePath);
+  const source = fs.createReadStream(input.filePath);
+  const parser = parse({ bom: true, relax_column_count: true, skip_empty_lines: true, trim: true, info: true, max_record_size: 65_536 });
+  source.on('error', (err) => parser.destroy(err));
+  source.pipe(parser);
+  try {
+    return await db.transaction(async (trx) => {
+      const importer = new Importer(trx, input.accountId, input.reason, input.now);
+      let columns: Columns | undefined;
+      for await (const { record, info } of parser as AsyncIterable<{ record: string[]; info: { lines: number } }>) {
+        if (!columns) {
+          const header = headerColumns(record);
+          columns = header ?? { email: 0, reason: -1 };
+          if (header) continue;
+        }
+        await importer.row(record, columns, info.lines);
+      }
+      await importer.flush();
+      const { result } = importer;
+      if (result.received === 0) throw unprocessable('empty_file', 'the file has no rows after the header', 'file');
+      if (result.added + result.already_present + result.duplicates === 0) {
+        const details = result.invalid.slice(0, 20).map((r) => ({ param: `file:line ${r.line}`, message: r.error }));
+        throw unprocessable('no_valid_addresses', `none of the ${result.received} rows holds a valid address`, 'file', details);
+      }
+      return result;
+    });
+  } catch (err) {
+    throw csvError(err);
+  } finally {
+    source.destroy();
+    parser.destroy();
+  }
+}
