@@ -12,6 +12,7 @@ import { serveCommand } from './cli/serve';
 import { configCommand } from './cli/config';
 import { migrateCommand } from './cli/migrate';
 import { doctorCommand } from './cli/doctor';
+import { analyticsCommand } from './cli/analytics';
 
 const COMMANDS: Record<string, { run: (ctx: CliContext) => Promise<void>; help: string }> = {
   serve: { run: serveCommand, help: 'serve                         run the appliance' },
@@ -22,6 +23,7 @@ const COMMANDS: Record<string, { run: (ctx: CliContext) => Promise<void>; help: 
     help: 'keys create --mode test|live [--scopes a,b|all] [--account NAME] [--name LABEL] [--json]\n  keys list [--account NAME] [--json]\n  keys revoke ID',
   },
   doctor: { run: doctorCommand, help: 'doctor                        check DNS, PTR, ports and TLS, and say what to fix' },
+  analytics: { run: analyticsCommand, help: 'analytics rebuild [--account NAME]  recompute analytics rollups from the events' },
   config: { run: configCommand, help: 'config defaults|docs|check    print default config, the settings table, or validate' },
 };
 

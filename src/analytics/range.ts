@@ -2,8 +2,8 @@
  * The query parameters every analytics endpoint shares: the time range (from,
  * to, tz) and the filters (sending domain, tag, IP pool). Dates are ISO 8601;
  * a date without a time is midnight in `tz`, and as `to` it means the end of
- * that day. Rollups are hourly, so the range is widened to whole hours and the
- * response states the range actually counted.
+ * that day. Rollups are hourly, so the range is aligned to whole UTC hours and
+ * the response states the range actually counted.
  */
 import { z } from 'zod';
 import { badRequest } from '../http/errors';
@@ -89,7 +89,9 @@ export function resolveQuery(q: RangeQueryInput, caller: { accountId: string; mo
   if (to === undefined) throw invalid('to', 'expected an ISO 8601 date (2026-01-31) or date-time (2026-01-31T12:00:00Z)');
   const from = q.from === undefined ? to - DEFAULT_RANGE_DAYS * DAY : parseInstant(q.from, q.tz, false);
   if (from === undefined) throw invalid('from', 'expected an ISO 8601 date (2026-01-01) or date-time (2026-01-01T00:00:00Z)');
-  const start = Math.floor(from / HOUR) * HOUR;
+  // A date-time is widened to whole hours. A date's midnight is rounded up, like
+  // day buckets: an hour belongs to the day its start falls in (:30 zones).
+  const start = (q.from !== undefined && DATE_ONLY.test(q.from) ? Math.ceil : Math.floor)(from / HOUR) * HOUR;
   const end = Math.ceil(to / HOUR) * HOUR;
   if (start >= end) throw invalid('from', 'must be earlier than to');
   if (end - start > MAX_RANGE_DAYS * DAY) throw invalid('from', `the range may span at most ${MAX_RANGE_DAYS} days`);

@@ -67,9 +67,30 @@ export function rollupRows(dims: RollupDims, deltas: Deltas): { totals: Record<s
 const TOTALS_KEY = ['account_id', 'mode', 'tag', 'grain', 'bucket', 'sending_domain', 'ip_pool'];
 const DOMAINS_KEY = ['account_id', 'mode', 'tag', 'grain', 'bucket', 'recipient_domain', 'sending_domain', 'ip_pool'];
 
+/**
+ * The upsert statement text, cached per (table, metrics, row count): this
+ * runs for every event, and building it with the query builder each time cost
+ * more than executing it.
+ */
+const statements = new Map<string, string>();
+
+function upsertSql(table: string, key: string[], metrics: Metric[], rows: number): string {
+  const id = `${table}|${metrics.join(',')}|${rows}`;
+  let sql = statements.get(id);
+  if (!sql) {
+    const columns = [...key, ...metrics];
+    const tuple = `(${columns.map(() => '?').join(', ')})`;
+    sql = `INSERT INTO ${table} (${columns.join(', ')}) VALUES ${Array(rows).fill(tuple).join(', ')} ` +
+      `ON CONFLICT (${key.join(', ')}) DO UPDATE SET ${metrics.map((m) => `${m} = ${table}.${m} + excluded.${m}`).join(', ')}`;
+    statements.set(id, sql);
+  }
+  return sql;
+}
+
 async function upsert(db: Queryable, table: string, key: string[], rows: Record<string, unknown>[], metrics: Metric[]): Promise<void> {
-  const merge = Object.fromEntries(metrics.map((m) => [m, db.raw('??.?? + excluded.??', [table, m, m])]));
-  await db(table).insert(rows).onConflict(key).merge(merge);
+  const columns = [...key, ...metrics];
+  const bindings = rows.flatMap((r) => columns.map((c) => r[c] as string | number));
+  await db.raw(upsertSql(table, key, metrics, rows.length), bindings);
 }
 
 /** Adds `deltas` to every rollup row `dims` belongs to. */
