@@ -43,7 +43,8 @@ export function offsetAt(ms: number, tz: string): number {
 /**
  * The instant of a local wall time. Ambiguous times (the repeated hour when
  * clocks go back) take the earlier instant; times that do not exist (skipped
- * when clocks go forward) take the instant just after the gap.
+ * when clocks go forward) move forward by the length of the gap, so a skipped
+ * midnight becomes the first instant of that day.
  */
 export function wallToInstant(wall: number, tz: string): number {
   const before = wall - offsetAt(wall - DAY, tz);

@@ -150,8 +150,9 @@ function parsePart(schema: z.ZodType | undefined, value: unknown, status: 400 | 
   return result.data;
 }
 
-function bodyError(err: Error & { status?: number; type?: string }, limit: number, multipart = false): ApiError {
-  if (err.status === 413 || err.type === 'entity.too.large' || /maxFileSize|too large/i.test(err.message)) {
+function bodyError(err: Error & { status?: number; httpCode?: number; type?: string }, limit: number, multipart = false): ApiError {
+  // formidable reports a too-large file as httpCode 413 (maxFileSize or maxTotalFileSize).
+  if (err.status === 413 || err.httpCode === 413 || err.type === 'entity.too.large' || /maxFileSize|too large/i.test(err.message)) {
     return new ApiError(413, 'invalid_request_error', 'payload_too_large', `request body exceeds ${limit} bytes`);
   }
   if (err.status === 415) {
