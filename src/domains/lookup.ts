@@ -6,3 +6,16 @@ export async function isVerifiedDomain(db: Queryable, accountId: string, domain:
   const row = await db('domains').where({ account_id: accountId, name: domain.toLowerCase() }).whereIn('status', ['verified', 'failing']).first('id');
   return Boolean(row);
 }
+
+/**
+ * `<returnPathLabel>.<domain>` when the account's domain has that record
+ * verified (a CNAME to the bounce host), so the envelope sender can align with
+ * the From domain for SPF; otherwise null (use the appliance's bounce domain).
+ */
+export async function getReturnPathDomain(db: Queryable, accountId: string, domain: string, returnPathLabel: string): Promise<string | null> {
+  const row = await db('domains')
+    .join('domain_record_checks', 'domain_record_checks.domain_id', 'domains.id')
+    .where({ 'domains.account_id': accountId, 'domains.name': domain.toLowerCase(), 'domain_record_checks.record': 'return_path', 'domain_record_checks.state': 'verified' })
+    .first('domains.name');
+  return row ? `${returnPathLabel}.${row.name as string}` : null;
+}
