@@ -7,6 +7,7 @@ export interface RecordView {
   type: 'TXT' | 'CNAME';
   host: string;
   value: string;
+  required: boolean;
   state: string;
   found: string[] | null;
   detail: string | null;

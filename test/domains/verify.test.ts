@@ -2,6 +2,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
+import { getReturnPathDomain, isVerifiedDomain } from '../../src/domains/lookup';
 import { startTestApp, type TestApp } from '../support/app';
 import { startDnsServer, type TestDnsServer } from '../support/dns-server';
 import { addDomain, chunks, publish, record, verify } from './helpers';
@@ -32,6 +33,10 @@ describe('domain verification through DNS', () => {
     assert.equal(record(d, 'return_path').value, 'mta.pigeon.test');
     const events = await app.db('domain_events').where({ domain: 'all-good.test' });
     assert.deepEqual(events.map((e) => e.type), ['domain.verified']);
+    const accountId = (await app.api.get('/v1/account')).body.id;
+    assert.equal(await isVerifiedDomain(app.db, accountId, 'All-Good.test'), true);
+    assert.equal(await isVerifiedDomain(app.db, accountId, 'sub.all-good.test'), false, 'a subdomain is not verified by its parent');
+    assert.equal(await getReturnPathDomain(app.db, accountId, 'all-good.test', 'bounces'), 'bounces.all-good.test');
   });
 
   it('DKIM published as split strings, with whitespace and stray quotes, still verifies', async () => {
@@ -175,6 +180,8 @@ describe('domain verification through DNS', () => {
     assert.equal(record(d, 'return_path').state, 'mismatch');
     assert.deepEqual(record(d, 'return_path').found, ['CNAME elsewhere.test']);
     assert.equal(d.status, 'verified');
+    const accountId = (await app.api.get('/v1/account')).body.id;
+    assert.equal(await getReturnPathDomain(app.db, accountId, 'rp.test', 'bounces'), null);
   });
 
   it('verify of a domain the account does not have is 404', async () => {
