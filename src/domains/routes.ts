@@ -6,6 +6,7 @@ import { pageSchema, paginationQuery, toPage } from '../http/pagination';
 import { DKIM_ALGORITHMS } from './keys';
 import { addDomain, deleteDomain, getDomain, listDomains, rotateDkim, verifyDomainByName, type DomainsContext } from './service';
 import { domainSchema, shapeDomain } from './view';
+import { verificationResolver } from './verify';
 
 const createBody = z.strictObject({
   name: z.string().max(1000).describe('The domain to send from, e.g. example.com. Internationalised names are stored in punycode.'),
@@ -21,7 +22,10 @@ const deletedSchema = z.object({
 });
 
 export function registerDomainRoutes(api: ApiRouter, deps: AppDeps): void {
-  const ctx: DomainsContext = { db: deps.db, config: deps.config, clock: deps.clock, log: deps.log, signals: deps.signals };
+  const ctx: DomainsContext = {
+    db: deps.db, config: deps.config, clock: deps.clock, log: deps.log, signals: deps.signals,
+    resolver: verificationResolver(deps.config),
+  };
   const shape = (b: Parameters<typeof shapeDomain>[1]) => shapeDomain(deps.config, b);
   const tag = 'Domains';
 

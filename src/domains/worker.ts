@@ -8,14 +8,17 @@ import type { AppDeps } from '../deps';
 import type { Worker } from '../modules';
 import { dueForRecheck } from './repository';
 import type { DomainsContext } from './service';
-import { verifyDomain } from './verify';
+import { verificationResolver, verifyDomain } from './verify';
 
 const HOUR = 3_600_000;
 const POLL_MS = 60_000;
 const BATCH = 20;
 
 export function createRecheckWorker(deps: AppDeps): Worker {
-  const ctx: DomainsContext = { db: deps.db, config: deps.config, clock: deps.clock, log: deps.log, signals: deps.signals };
+  const ctx: DomainsContext = {
+    db: deps.db, config: deps.config, clock: deps.clock, log: deps.log, signals: deps.signals,
+    resolver: verificationResolver(deps.config),
+  };
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> | undefined;
   let stopping = false;
