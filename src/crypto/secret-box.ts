@@ -24,29 +24,47 @@ export class SecretBoxError extends Error {}
 
 const cache = new Map<string, Buffer>();
 
-/** Reads `<dataDir>/secret.key`, creating it (0600) when it does not exist yet. */
+/**
+ * Reads `<dataDir>/secret.key`, creating it (0600) when it does not exist yet.
+ * Creation writes a temporary file and hard-links it into place, so two
+ * processes starting at once (the server and the CLI) agree on one key and a
+ * crash never leaves a short file.
+ */
 export function loadOrCreateMasterKey(dataDir: string): Buffer {
   const file = path.resolve(dataDir, MASTER_KEY_FILE);
   const cached = cache.get(file);
   if (cached) return cached;
-  fs.mkdirSync(path.dirname(file), { recursive: true });
-  try {
-    // 'wx' fails if another process created the file first; then we read theirs.
-    fs.writeFileSync(file, crypto.randomBytes(MASTER_KEY_BYTES), { mode: 0o600, flag: 'wx' });
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-  }
+  if (!fs.existsSync(file)) create(file);
   const key = fs.readFileSync(file);
   if (key.length !== MASTER_KEY_BYTES) {
-    throw new SecretBoxError(`${file} must hold exactly ${MASTER_KEY_BYTES} bytes (found ${key.length}); restore it from backup`);
+    throw new SecretBoxError(`${file} must hold exactly ${MASTER_KEY_BYTES} bytes (it holds ${key.length}); restore it from backup`);
   }
   cache.set(file, key);
   return key;
 }
 
-/** A 32-byte key for one purpose ("dkim", "webhook-secrets", ...), derived with HKDF-SHA256. */
-export function deriveKey(master: Buffer, purpose: string): Buffer {
-  return Buffer.from(crypto.hkdfSync('sha256', master, Buffer.alloc(0), `pigeon:${purpose}`, 32));
+function create(file: string): void {
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  const tmp = `${file}.${process.pid}.${crypto.randomBytes(4).toString('hex')}.tmp`;
+  const fd = fs.openSync(tmp, 'wx', 0o600);
+  try {
+    fs.writeSync(fd, crypto.randomBytes(MASTER_KEY_BYTES));
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+  try {
+    fs.linkSync(tmp, file);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err; // another process won the race: use its key
+  } finally {
+    fs.unlinkSync(tmp);
+  }
+}
+
+/** A 32-byte key for one purpose ('dkim', 'verp', 'webhook-secrets'…), derived from the master key with HKDF-SHA256. */
+export function deriveKey(masterKey: Buffer, purpose: string): Buffer {
+  return Buffer.from(crypto.hkdfSync('sha256', masterKey, Buffer.alloc(0), `pigeon:${purpose}`, 32));
 }
 
 export function seal(key: Buffer, plaintext: string | Buffer, aad = ''): string {
