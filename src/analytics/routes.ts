@@ -7,7 +7,7 @@ import { iso } from '../clock';
 import { Counts, METRICS } from './rollup';
 import { AnalyticsScope, rangeQuery, resolveQuery } from './range';
 import { daysAlign, readDomains, readSeries, readTotals } from './queries';
-import { buildBuckets, localIso } from './time';
+import { buildBuckets, formatLocal } from './time';
 import { exportStream } from './export';
 
 const METRIC_HELP: Record<string, string> = {
@@ -104,7 +104,7 @@ export function registerAnalyticsRoutes(api: ApiRouter, deps: AppDeps): void {
       const scope = resolveQuery(query, caller, clock.now());
       const buckets = buildBuckets(scope.from, scope.to, query.interval, scope.tz);
       const series = await readSeries(db, scope, buckets, query.interval !== 'hour' && daysAlign(buckets));
-      const data = buckets.map((b, i) => ({ start: localIso(b.start, scope.tz), end: localIso(b.end, scope.tz), metrics: series[i] }));
+      const data = buckets.map((b, i) => ({ start: formatLocal(b.start, b.startOffset), end: formatLocal(b.end, b.endOffset), metrics: series[i] }));
       return { status: 200, body: { ...rangeBody(scope), interval: query.interval, data } };
     },
   });

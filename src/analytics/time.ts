@@ -55,7 +55,11 @@ export function wallToInstant(wall: number, tz: string): number {
 
 /** ISO 8601 with the zone's offset at that instant, e.g. 2026-03-29T00:00:00+01:00. */
 export function localIso(ms: number, tz: string): string {
-  const off = offsetAt(ms, tz);
+  return formatLocal(ms, offsetAt(ms, tz));
+}
+
+/** ISO 8601 of an instant with a known offset. */
+export function formatLocal(ms: number, off: number): string {
   const sign = off < 0 ? '-' : '+';
   const abs = Math.abs(off) / 60_000;
   const hh = String(Math.floor(abs / 60)).padStart(2, '0');
@@ -94,9 +98,11 @@ export function hourlyOffsets(from: number, to: number, tz: string): number[] {
 export type Interval = 'hour' | 'day' | 'week';
 
 export interface Bucket {
-  /** Nominal start and end of the bucket in the zone (UTC ms). */
+  /** Nominal start and end of the bucket in the zone (UTC ms), with the zone's offset at each. */
   start: number;
   end: number;
+  startOffset: number;
+  endOffset: number;
   /** First and last+1 UTC hour of the bucket that lie inside the range. */
   first: number;
   last: number;
@@ -107,28 +113,46 @@ const dayNumber = (wall: number): number => Math.floor(wall / DAY);
 /** Weeks start on Monday: 1970-01-05 (day 4) began week 1. */
 const weekNumber = (day: number): number => Math.floor((day + 3) / 7);
 
+interface Group {
+  key: number;
+  first: number;
+  last: number;
+  firstOffset: number;
+}
+
 /** The buckets covering the hour-aligned range [from, to), in order, empty ones included. */
 export function buildBuckets(from: number, to: number, interval: Interval, tz: string): Bucket[] {
   const offsets = hourlyOffsets(from, to, tz);
-  const buckets: Bucket[] = [];
-  let currentKey = NaN;
+  const groups: Group[] = [];
   offsets.forEach((off, i) => {
     const hour = from + i * HOUR;
     const day = dayNumber(hour + off);
     const key = interval === 'hour' ? hour : interval === 'day' ? day : weekNumber(day);
-    if (key === currentKey) {
-      buckets[buckets.length - 1].last = hour + HOUR;
-      return;
-    }
-    currentKey = key;
-    buckets.push({ ...nominal(key, interval, tz), first: hour, last: hour + HOUR });
+    const current = groups[groups.length - 1];
+    if (current && current.key === key) current.last = hour + HOUR;
+    else groups.push({ key, first: hour, last: hour + HOUR, firstOffset: off });
   });
-  return buckets;
+  const starts = groups.map((g, i) => nominalStart(g, i === 0, interval, tz));
+  const lastKey = groups.length ? groups[groups.length - 1].key : 0;
+  const endWall = interval === 'hour' ? NaN : (interval === 'day' ? lastKey + 1 : (lastKey + 1) * 7 - 3) * DAY;
+  const end = interval === 'hour' ? lastKey + HOUR : wallToInstant(endWall, tz);
+  const final = { at: end, offset: offsetAt(end, tz) };
+  return groups.map((g, i) => {
+    const next = starts[i + 1] ?? final;
+    return { start: starts[i].at, startOffset: starts[i].offset, end: next.at, endOffset: next.offset, first: g.first, last: g.last };
+  });
 }
 
-function nominal(key: number, interval: Interval, tz: string): { start: number; end: number } {
-  if (interval === 'hour') return { start: key, end: key + HOUR };
-  const firstDay = interval === 'day' ? key : key * 7 - 3;
-  const days = interval === 'day' ? 1 : 7;
-  return { start: wallToInstant(firstDay * DAY, tz), end: wallToInstant((firstDay + days) * DAY, tz) };
+/**
+ * Where a bucket nominally starts. A bucket that begins inside the range starts
+ * at local midnight of its first hour's date, known from that hour's offset;
+ * the clipped first bucket, and a midnight lost in a DST gap, ask Intl.
+ */
+function nominalStart(g: Group, clipped: boolean, interval: Interval, tz: string): { at: number; offset: number } {
+  if (interval === 'hour') return { at: g.key, offset: g.firstOffset };
+  const wall = (interval === 'day' ? g.key : g.key * 7 - 3) * DAY;
+  const guess = wall - g.firstOffset;
+  if (!clipped && guess <= g.first && guess > g.first - HOUR) return { at: guess, offset: g.firstOffset };
+  const at = wallToInstant(wall, tz);
+  return { at, offset: offsetAt(at, tz) };
 }
