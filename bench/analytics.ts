@@ -20,7 +20,7 @@ import { Writable } from 'node:stream';
 import { createApp, App } from '../src/app';
 import type { Database, Statement } from 'sqlite3';
 import { newId } from '../src/ids';
-import { DAY, HOUR, Deltas, RollupDims, tagSets } from '../src/analytics/rollup';
+import { DAY, DOMAIN_GRAINS, HOUR, Deltas, RollupDims, TOTAL_GRAINS, floorTo, tagSets } from '../src/analytics/rollup';
 import { DEFAULT_POOL } from '../src/pools/lookup';
 import { rebuildRollups } from '../src/analytics/rebuild';
 
@@ -151,11 +151,11 @@ class RollupBuffer {
     let part = this.days.get(day);
     if (!part) this.days.set(day, (part = { totals: new Map(), domains: new Map() }));
     const pool = dims.ipPool || DEFAULT_POOL;
-    const hour = Math.floor(dims.at / HOUR) * HOUR;
+    const buckets = { h: Math.floor(dims.at / HOUR) * HOUR, d: day, m: floorTo('m', dims.at) };
     for (const tag of tagSets(dims.tags)) {
-      for (const [grain, bucket] of [['h', hour], ['d', day]] as const) {
-        this.count(part.totals, [dims.accountId, dims.mode, tag, grain, bucket, dims.sendingDomain, pool], deltas);
-        this.count(part.domains, [dims.accountId, dims.mode, tag, grain, bucket, dims.recipientDomain, dims.sendingDomain, pool], deltas);
+      for (const grain of TOTAL_GRAINS) this.count(part.totals, [dims.accountId, dims.mode, tag, grain, buckets[grain], dims.sendingDomain, pool], deltas);
+      for (const grain of DOMAIN_GRAINS) {
+        this.count(part.domains, [dims.accountId, dims.mode, tag, grain, buckets[grain], dims.recipientDomain, dims.sendingDomain, pool], deltas);
       }
     }
   }
@@ -389,6 +389,8 @@ async function main(): Promise<void> {
       method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
       body: JSON.stringify({ name: 'bench', mode: 'live', scopes: ['analytics:read'] }),
     }).then((r) => r.json()) as { key: string }).key;
+    // Seeding holds the one database connection; background workers would time out waiting for it.
+    await Promise.all(app.workers.map((w) => w.stop()));
     console.log(`seeding ${opts.messages} messages over ${opts.days} days (node ${process.version}, ${os.cpus().length} cores)…`);
     const s = await seed(app, opts);
     const dbFile = path.join(dir, 'pigeon.sqlite');

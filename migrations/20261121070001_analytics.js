@@ -5,9 +5,10 @@
  * src/analytics/rollup.ts), so reading a year of statistics sums a few
  * thousand rows instead of millions of events.
  *
- * Both rollup tables hold two grains: 'h' rows (bucket = start of a UTC hour)
- * and 'd' rows (bucket = start of a UTC day). A range query reads day rows for
- * the whole UTC days inside it and hour rows for its ragged ends.
+ * Grains: 'h' rows (bucket = start of a UTC hour) and 'd' rows (start of a UTC
+ * day) in both tables, and 'm' rows (start of a UTC calendar month) in the
+ * per-domain table. A range query reads the coarsest rows that fit inside it
+ * and hour rows for its ragged ends.
  *
  * The `tag` column holds '' for the row set that counts every event exactly
  * once, and a tag name for the row set of messages carrying that tag. A query
@@ -33,7 +34,7 @@ exports.up = async function up(knex) {
     t.string('account_id').notNullable().references('accounts.id').onDelete('CASCADE');
     t.string('mode').notNullable();
     t.string('tag').notNullable(); // '' = every message; otherwise one tag's row set
-    t.string('grain').notNullable(); // h | d
+    t.string('grain').notNullable(); // h | d (| m in analytics_domains)
     t.bigInteger('bucket').notNullable(); // UTC ms at the start of the hour or day
     t.string('sending_domain').notNullable();
     t.string('ip_pool').notNullable();

@@ -1,12 +1,12 @@
 /**
- * Reading the rollups. A range [from, to) is answered from day rows for the
- * whole UTC days inside it and hour rows for the ends, so a year costs about
- * 365 + 48 rows per combination of sending domain and pool, whatever the
- * number of events behind them.
+ * Reading the rollups. A range [from, to) is answered from the coarsest rows
+ * that fit inside it (months for the per-domain table, then days) and hour
+ * rows for the ragged ends, so a year costs a few hundred rows per
+ * combination of dimensions, whatever the number of events behind them.
  */
 import type { Knex } from 'knex';
 import type { Queryable } from '../db';
-import { Counts, DAY, Grain, METRICS, zeroCounts } from './rollup';
+import { ceilTo, Counts, DAY, DOMAIN_GRAINS, floorTo, Grain, METRICS, TOTAL_GRAINS, zeroCounts } from './rollup';
 import type { AnalyticsScope } from './range';
 import type { Bucket } from './time';
 
@@ -16,16 +16,19 @@ interface Part {
   to: number;
 }
 
-/** Splits [from, to) into hour parts at the ends and a day part in the middle (when days are allowed). */
-export function rangeParts(from: number, to: number, allowDays: boolean): Part[] {
-  const firstDay = Math.ceil(from / DAY) * DAY;
-  const lastDay = Math.floor(to / DAY) * DAY;
-  if (!allowDays || firstDay >= lastDay) return [{ grain: 'h', from, to }];
-  const parts: Part[] = [];
-  if (from < firstDay) parts.push({ grain: 'h', from, to: firstDay });
-  parts.push({ grain: 'd', from: firstDay, to: lastDay });
-  if (lastDay < to) parts.push({ grain: 'h', from: lastDay, to });
-  return parts;
+/**
+ * Splits [from, to) into parts of the coarsest grains that fit: with grains
+ * h, d, m a year becomes ragged hours, ragged days, whole months, days, hours.
+ */
+export function rangeParts(from: number, to: number, grains: Grain[]): Part[] {
+  if (from >= to) return [];
+  const coarsest = grains[grains.length - 1];
+  const finer = grains.slice(0, -1);
+  if (!finer.length) return [{ grain: coarsest, from, to }];
+  const start = ceilTo(coarsest, from);
+  const end = floorTo(coarsest, to);
+  if (start >= end) return rangeParts(from, to, finer);
+  return [...rangeParts(from, start, finer), { grain: coarsest, from: start, to: end }, ...rangeParts(end, to, finer)];
 }
 
 const SUMS = METRICS.map((m) => `SUM(${m}) AS ${m}`).join(', ');
@@ -53,7 +56,7 @@ function addInto(target: Counts, add: Counts): void {
 /** Totals over the scope's range. */
 export async function readTotals(db: Queryable, scope: AnalyticsScope): Promise<Counts> {
   const total = zeroCounts();
-  for (const part of rangeParts(scope.from, scope.to, true)) {
+  for (const part of rangeParts(scope.from, scope.to, TOTAL_GRAINS)) {
     const row = await scoped(db, 'analytics_totals', scope, part).first(db.raw(SUMS));
     addInto(total, toCounts(row));
   }
@@ -69,7 +72,7 @@ export function daysAlign(buckets: Bucket[]): boolean {
 export async function readSeries(db: Queryable, scope: AnalyticsScope, buckets: Bucket[], allowDays: boolean): Promise<Counts[]> {
   const out = buckets.map(() => zeroCounts());
   const firsts = buckets.map((b) => b.first);
-  for (const part of rangeParts(scope.from, scope.to, allowDays)) {
+  for (const part of rangeParts(scope.from, scope.to, allowDays ? TOTAL_GRAINS : ['h'])) {
     const rows: Array<Record<string, unknown>> = await scoped(db, 'analytics_totals', scope, part)
       .select('bucket', db.raw(SUMS))
       .groupBy('bucket');
@@ -108,7 +111,7 @@ export async function readDomains(
 ): Promise<{ rows: DomainRow[]; total: number }> {
   const unions: string[] = [];
   const bindings: Knex.RawBinding[] = [];
-  for (const part of rangeParts(scope.from, scope.to, true)) {
+  for (const part of rangeParts(scope.from, scope.to, DOMAIN_GRAINS)) {
     const sql = scoped(db, 'analytics_domains', scope, part).select('recipient_domain', ...METRICS).toSQL();
     unions.push(sql.sql);
     bindings.push(...(sql.bindings as Knex.RawBinding[]));

@@ -11,7 +11,7 @@
  * spelling of the tag expansion.
  */
 import type { Db } from '../db';
-import { METRICS } from './rollup';
+import { DAY, DOMAIN_GRAINS, Grain, HOUR, METRICS, TOTAL_GRAINS } from './rollup';
 
 const EVENT_METRICS = METRICS.filter((m) => m !== 'deferred' && m !== 'suppressed');
 
@@ -43,21 +43,28 @@ function eventSource(accountFilter: string): string {
     SELECT ev.*, j.value AS tag FROM ev, json_each(ev.tags) j
     WHERE j.type = 'text' AND j.value <> ''
       AND NOT EXISTS (SELECT 1 FROM json_each(ev.tags) k WHERE k.value = j.value AND k.key < j.key)
-  ),
-  grains AS (SELECT 'h' AS grain, 3600000 AS size UNION ALL SELECT 'd', 86400000)`;
+  )`;
 }
+
+/** One row per grain of the table; month buckets are computed by SQLite's calendar. */
+function grainsSource(grains: Grain[]): string {
+  const size: Record<Grain, number> = { h: HOUR, d: DAY, m: 0 };
+  return `grains AS (${grains.map((g) => `SELECT '${g}' AS grain, ${size[g]} AS size`).join(' UNION ALL ')})`;
+}
+
+const BUCKET = "CASE grain WHEN 'm' THEN CAST(strftime('%s', at / 1000, 'unixepoch', 'start of month') AS INTEGER) * 1000 ELSE (at / size) * size END";
 
 async function rebuildTable(db: Db, table: 'analytics_totals' | 'analytics_domains', accountId?: string): Promise<void> {
   const withDomain = table === 'analytics_domains';
   const dims = ['account_id', 'mode', 'tag', 'grain', 'bucket', ...(withDomain ? ['recipient_domain'] : []), 'sending_domain', 'ip_pool'];
-  const select = dims.map((d) => (d === 'bucket' ? '(at / size) * size' : d)).join(', ');
+  const select = dims.map((d) => (d === 'bucket' ? BUCKET : d)).join(', ');
   const accountFilter = accountId ? 'AND e.account_id = ?' : '';
   const bindings = accountId ? [accountId] : [];
   await db.transaction(async (trx) => {
     const zero = Object.fromEntries(EVENT_METRICS.map((m) => [m, 0]));
     await (accountId ? trx(table).where({ account_id: accountId }) : trx(table)).update(zero);
     await trx.raw(
-      `WITH ${eventSource(accountFilter)}
+      `WITH ${eventSource(accountFilter)}, ${grainsSource(withDomain ? DOMAIN_GRAINS : TOTAL_GRAINS)}
       INSERT INTO ${table} (${dims.join(', ')}, ${EVENT_METRICS.join(', ')})
       SELECT ${select}, ${SUMS.join(', ')} FROM tagged, grains WHERE true
       GROUP BY ${dims.map((_, i) => i + 1).join(', ')}

@@ -4,9 +4,10 @@
  * (registered by the module entry); `rollupCounter` is how delivery counts the
  * outcomes that are not events (`deferred`, `suppressed`).
  *
- * One change adds to 2 × (1 + tags) rows in each table: an hour row and a day
- * row, in the '' row set (every message, counted once) and in each tag's row
- * set. Queries read exactly one row set, so totals never double count.
+ * One change adds to (1 + tags) rows per grain in each table (hour and day
+ * rows, and month rows for the per-domain table), in the '' row set (every
+ * message, counted once) and in each tag's row set. Queries read exactly one
+ * row set, so totals never double count.
  */
 import type { Queryable, Tx } from '../db';
 import { fromJson } from '../db';
@@ -25,8 +26,35 @@ export type Deltas = Partial<Counts>;
 
 export const HOUR = 3_600_000;
 export const DAY = 86_400_000;
-export const GRAINS = { h: HOUR, d: DAY } as const;
-export type Grain = keyof typeof GRAINS;
+
+/**
+ * Bucket sizes. Every table has hour and day rows; the per-domain table also
+ * has UTC calendar-month rows, because a year of a long tail of recipient
+ * domains is hundreds of thousands of day rows but a few thousand month rows.
+ */
+export type Grain = 'h' | 'd' | 'm';
+
+/** Start of the bucket of `grain` containing `ms`. */
+export function floorTo(grain: Grain, ms: number): number {
+  if (grain === 'h') return Math.floor(ms / HOUR) * HOUR;
+  if (grain === 'd') return Math.floor(ms / DAY) * DAY;
+  const d = new Date(ms);
+  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1);
+}
+
+/** Start of the first bucket of `grain` at or after `ms`. */
+export function ceilTo(grain: Grain, ms: number): number {
+  const floor = floorTo(grain, ms);
+  if (floor === ms) return ms;
+  if (grain === 'm') {
+    const d = new Date(floor);
+    return Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1);
+  }
+  return floor + (grain === 'h' ? HOUR : DAY);
+}
+
+export const TOTAL_GRAINS: Grain[] = ['h', 'd'];
+export const DOMAIN_GRAINS: Grain[] = ['h', 'd', 'm'];
 
 /** Where one counted thing belongs. */
 export interface RollupDims {
@@ -54,11 +82,10 @@ export function rollupRows(dims: RollupDims, deltas: Deltas): { totals: Record<s
   const domains: Record<string, unknown>[] = [];
   const pool = dims.ipPool || DEFAULT_POOL;
   for (const tag of tagSets(dims.tags)) {
-    for (const [grain, size] of Object.entries(GRAINS)) {
-      const bucket = Math.floor(dims.at / size) * size;
-      const key = { account_id: dims.accountId, mode: dims.mode, tag, grain, bucket, sending_domain: dims.sendingDomain, ip_pool: pool };
-      totals.push({ ...key, ...deltas });
-      domains.push({ ...key, recipient_domain: dims.recipientDomain, ...deltas });
+    const common = { account_id: dims.accountId, mode: dims.mode, tag, sending_domain: dims.sendingDomain, ip_pool: pool };
+    for (const grain of TOTAL_GRAINS) totals.push({ ...common, grain, bucket: floorTo(grain, dims.at), ...deltas });
+    for (const grain of DOMAIN_GRAINS) {
+      domains.push({ ...common, grain, bucket: floorTo(grain, dims.at), recipient_domain: dims.recipientDomain, ...deltas });
     }
   }
   return { totals, domains };

@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { buildBuckets, isTimeZone, localIso, wallToInstant } from '../../src/analytics/time';
 import { parseInstant, resolveQuery } from '../../src/analytics/range';
+import { rangeParts } from '../../src/analytics/queries';
 import { ApiError } from '../../src/http/errors';
 
 const H = 3_600_000;
@@ -81,4 +82,18 @@ test('bad ranges are 400s naming the parameter', () => {
   assert.equal(fault({ from: '2025-01-01', to: '2026-02-04' }), undefined, '400 days exactly is fine');
   const defaults = resolveQuery({ tz: 'UTC' }, caller, Date.UTC(2026, 5, 1, 12, 30));
   assert.deepEqual([defaults.from, defaults.to], [Date.UTC(2026, 4, 25, 12), Date.UTC(2026, 5, 1, 13)]);
+});
+
+test('a range is read from the coarsest rollup rows that fit inside it', () => {
+  const iso = (ms: number) => new Date(ms).toISOString().slice(0, 13);
+  const parts = rangeParts(Date.UTC(2026, 0, 30, 22), Date.UTC(2026, 3, 2, 5), ['h', 'd', 'm']);
+  assert.deepEqual(parts.map((p) => `${p.grain} ${iso(p.from)}..${iso(p.to)}`), [
+    'h 2026-01-30T22..2026-01-31T00',
+    'd 2026-01-31T00..2026-02-01T00',
+    'm 2026-02-01T00..2026-04-01T00',
+    'd 2026-04-01T00..2026-04-02T00',
+    'h 2026-04-02T00..2026-04-02T05',
+  ]);
+  assert.deepEqual(rangeParts(Date.UTC(2026, 0, 5, 3), Date.UTC(2026, 0, 5, 9), ['h', 'd', 'm']).map((p) => p.grain), ['h']);
+  assert.deepEqual(rangeParts(Date.UTC(2026, 0, 1), Date.UTC(2027, 0, 1), ['h', 'd']).map((p) => p.grain), ['d']);
 });
