@@ -18,7 +18,7 @@ import { newId } from '../ids';
 import { unprocessable, ApiError } from '../http/errors';
 import { checkEmail } from './email';
 
-const BATCH_SIZE = 500;
+const BATCH_SIZE = 2000;
 const MAX_LISTED_INVALID = 100;
 const MAX_REASON = 100;
 const SNIFF_BYTES = 8192;
@@ -101,28 +101,42 @@ class Importer {
     if (this.batch.length >= BATCH_SIZE) await this.flush();
   }
 
+  /**
+   * Inserts the batch, skipping addresses already listed; only the skipped
+   * ones (usually few) are read back to tell "already on the list" from "an
+   * earlier row of this file".
+   */
   async flush(): Promise<void> {
     const unique = new Map<string, Entry>();
     for (const e of this.batch) if (!unique.has(e.email)) unique.set(e.email, e);
     this.result.duplicates += this.batch.length - unique.size;
     this.batch = [];
     if (!unique.size) return;
-    const existing: Array<{ id: string; email: string }> = await this.trx('suppressions')
+    const entries = [...unique.values()];
+    // Written by hand: the query builder turns a multi-row insert into a UNION
+    // of SELECTs on SQLite, which stops at 500 rows.
+    const inserted = rowsOf<{ email: string }>(await this.trx.raw(
+      `INSERT INTO suppressions (id, account_id, email, reason, source_message_id, created_at) VALUES ${entries.map(() => '(?, ?, ?, ?, NULL, ?)').join(', ')} ` +
+        'ON CONFLICT (account_id, email) DO NOTHING RETURNING email',
+      entries.flatMap((e) => [newId('sup'), this.accountId, e.email, e.reason, this.now]),
+    ));
+    this.result.added += inserted.length;
+    if (inserted.length === entries.length) return;
+    for (const { email } of inserted) unique.delete(email);
+    const existing: Array<{ id: string }> = await this.trx('suppressions')
       .where({ account_id: this.accountId })
       .whereIn('email', [...unique.keys()])
-      .select('id', 'email');
+      .select('id');
     for (const row of existing) {
       if (row.id > this.marker) this.result.duplicates++;
       else this.result.already_present++;
-      unique.delete(row.email);
     }
-    if (!unique.size) return;
-    const rows = [...unique.values()].map((e) => ({
-      id: newId('sup'), account_id: this.accountId, email: e.email, reason: e.reason, source_message_id: null, created_at: this.now,
-    }));
-    await this.trx('suppressions').insert(rows);
-    this.result.added += rows.length;
   }
+}
+
+/** knex.raw answers an array on SQLite and `{rows}` on PostgreSQL. */
+function rowsOf<T>(result: unknown): T[] {
+  return Array.isArray(result) ? result : ((result as { rows?: T[] }).rows ?? []);
 }
 
 function csvError(err: unknown): ApiError {

@@ -85,14 +85,25 @@ test('files that are not CSV, are empty or have no valid address are refused and
     assert.equal(await count(app), 0);
   }));
 
+test('duplicates and listed addresses are told apart across batches of a large file', () =>
+  withApp(async (app) => {
+    await app.api.post('/v1/suppressions', { suppressions: [{ email: 'user4500@example.com' }, { email: 'user10@example.com' }] });
+    const rows = Array.from({ length: 5000 }, (_, i) => `user${i}@example.com`);
+    rows.push('USER7@example.com', 'user4999@example.com', 'user10@example.com');
+    const res = await upload(app, form(rows.join('\n')));
+    assert.equal(res.status, 200, res.text);
+    assert.deepEqual([res.body.received, res.body.added, res.body.already_present, res.body.duplicates], [5003, 4998, 3, 2]);
+    assert.equal(await count(app), 5000);
+  }));
+
 test('the upload is all or nothing: a fault after the first batches were written leaves the list as it was', () =>
   withApp(async (app) => {
-    const rows = Array.from({ length: 1200 }, (_, i) => `user${i}@example.com`);
+    const rows = Array.from({ length: 4500 }, (_, i) => `user${i}@example.com`);
     rows.push('"broken@example.com,unclosed');
     const res = await upload(app, form(rows.join('\n')));
     assert.equal(res.status, 422, res.text);
     assert.equal(res.body.error.code, 'invalid_csv');
-    assert.match(res.body.error.message, /line 1201/);
+    assert.match(res.body.error.message, /line 4501/);
     assert.equal(await count(app), 0);
   }));
 
