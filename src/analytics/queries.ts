@@ -6,9 +6,8 @@
  */
 import type { Knex } from 'knex';
 import type { Queryable } from '../db';
-import { ceilTo, Counts, DAY, DOMAIN_GRAINS, floorTo, Grain, METRICS, TOTAL_GRAINS, zeroCounts } from './rollup';
+import { ceilTo, Counts, DOMAIN_GRAINS, floorTo, Grain, METRICS, TOTAL_GRAINS, zeroCounts } from './rollup';
 import type { AnalyticsScope } from './range';
-import type { Bucket } from './time';
 
 interface Part {
   grain: Grain;
@@ -31,16 +30,18 @@ export function rangeParts(from: number, to: number, grains: Grain[]): Part[] {
   return [...rangeParts(from, start, finer), { grain: coarsest, from: start, to: end }, ...rangeParts(end, to, finer)];
 }
 
-const SUMS = METRICS.map((m) => `SUM(${m}) AS ${m}`).join(', ');
+export const SUMS = METRICS.map((m) => `SUM(${m}) AS ${m}`).join(', ');
 
-function scoped(db: Queryable, table: string, scope: AnalyticsScope, part: Part): Knex.QueryBuilder {
-  const q = db(table)
-    .where({ account_id: scope.accountId, mode: scope.mode, tag: scope.tag, grain: part.grain })
-    .andWhere('bucket', '>=', part.from)
-    .andWhere('bucket', '<', part.to);
+/** Rows of one grain in the scope's row set, with its filters (no time range). */
+export function rowsOf(db: Queryable, table: string, scope: AnalyticsScope, grain: Grain): Knex.QueryBuilder {
+  const q = db(table).where({ account_id: scope.accountId, mode: scope.mode, tag: scope.tag, grain });
   if (scope.sendingDomain !== undefined) q.andWhere('sending_domain', scope.sendingDomain);
   if (scope.ipPool !== undefined) q.andWhere('ip_pool', scope.ipPool);
   return q;
+}
+
+function scoped(db: Queryable, table: string, scope: AnalyticsScope, part: Part): Knex.QueryBuilder {
+  return rowsOf(db, table, scope, part.grain).andWhere('bucket', '>=', part.from).andWhere('bucket', '<', part.to);
 }
 
 export function toCounts(row: Record<string, unknown> | undefined): Counts {
@@ -49,8 +50,8 @@ export function toCounts(row: Record<string, unknown> | undefined): Counts {
   return c;
 }
 
-function addInto(target: Counts, add: Counts): void {
-  for (const m of METRICS) target[m] += add[m];
+export function addInto(target: Counts, add: Counts, sign = 1): void {
+  for (const m of METRICS) target[m] += sign * add[m];
 }
 
 /** Totals over the scope's range. */
@@ -61,36 +62,6 @@ export async function readTotals(db: Queryable, scope: AnalyticsScope): Promise<
     addInto(total, toCounts(row));
   }
   return total;
-}
-
-/** Day rows can serve a series only when every bucket boundary inside the range is a UTC midnight. */
-export function daysAlign(buckets: Bucket[]): boolean {
-  return buckets.every((b, i) => i === 0 || b.first % DAY === 0);
-}
-
-/** Counts per bucket; `buckets` must cover [scope.from, scope.to) in order. */
-export async function readSeries(db: Queryable, scope: AnalyticsScope, buckets: Bucket[], allowDays: boolean): Promise<Counts[]> {
-  const out = buckets.map(() => zeroCounts());
-  const firsts = buckets.map((b) => b.first);
-  for (const part of rangeParts(scope.from, scope.to, allowDays ? TOTAL_GRAINS : ['h'])) {
-    const rows: Array<Record<string, unknown>> = await scoped(db, 'analytics_totals', scope, part)
-      .select('bucket', db.raw(SUMS))
-      .groupBy('bucket');
-    for (const row of rows) addInto(out[bucketIndex(firsts, Number(row.bucket))], toCounts(row));
-  }
-  return out;
-}
-
-/** Index of the last bucket starting at or before `at`. */
-function bucketIndex(firsts: number[], at: number): number {
-  let lo = 0;
-  let hi = firsts.length - 1;
-  while (lo < hi) {
-    const mid = (lo + hi + 1) >> 1;
-    if (firsts[mid] <= at) lo = mid;
-    else hi = mid - 1;
-  }
-  return lo;
 }
 
 export interface DomainRow {

@@ -6,7 +6,8 @@ import { pageSchema, paginationQuery, toPage } from '../http/pagination';
 import { iso } from '../clock';
 import { Counts, METRICS } from './rollup';
 import { AnalyticsScope, rangeQuery, resolveQuery } from './range';
-import { daysAlign, readDomains, readSeries, readTotals } from './queries';
+import { readDomains, readTotals } from './queries';
+import { readSeries } from './series';
 import { buildBuckets, formatLocal } from './time';
 import { exportStream } from './export';
 
@@ -103,7 +104,7 @@ export function registerAnalyticsRoutes(api: ApiRouter, deps: AppDeps): void {
     async handler({ query, caller }) {
       const scope = resolveQuery(query, caller, clock.now());
       const buckets = buildBuckets(scope.from, scope.to, query.interval, scope.tz);
-      const series = await readSeries(db, scope, buckets, query.interval !== 'hour' && daysAlign(buckets));
+      const series = await readSeries(db, scope, buckets, query.interval === 'hour');
       const data = buckets.map((b, i) => ({ start: formatLocal(b.start, b.startOffset), end: formatLocal(b.end, b.endOffset), metrics: series[i] }));
       return { status: 200, body: { ...rangeBody(scope), interval: query.interval, data } };
     },
