@@ -1,7 +1,7 @@
 /*
  * Analytics and suppression benchmark.
  *
- *   node dist/bench/analytics.js [--messages 1000000] [--days 365] [--suppressions 1000000] [--runs 15] [--rebuild]
+ *   node dist/bench/analytics.js [--messages 1000000] [--days 365] [--suppressions 1000000] [--runs 15] [--rebuild] [--data DIR]
  *
  * 1. Seeds N messages over D days with their events and rollups straight into
  *    the database (analytics-seed.ts). Reports seeding time.
@@ -10,12 +10,15 @@
  * 4. Uploads a CSV of --suppressions rows through POST /v1/suppressions/upload
  *    and reports time and peak RSS (suppressions.ts, also runnable alone).
  * With --rebuild it also times `pigeon analytics rebuild` (SQL over every event).
+ * With --data DIR the seeded database is kept in DIR and reused by later runs.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { createApp, App } from '../src/app';
+import { createKey } from '../src/auth/keys';
+import type { Scope } from '../src/auth/scopes';
 import { DAY, HOUR } from '../src/analytics/rollup';
 import { rebuildRollups } from '../src/analytics/rebuild';
 import { seed, SeedStats } from './analytics-seed';
@@ -27,6 +30,8 @@ interface Options {
   suppressions: number;
   runs: number;
   rebuild: boolean;
+  /** Keep the seeded database here and reuse it on the next run. */
+  data?: string;
 }
 
 function options(argv: string[]): Options {
@@ -34,7 +39,11 @@ function options(argv: string[]): Options {
     const i = argv.indexOf(`--${name}`);
     return i >= 0 ? Number(argv[i + 1]) : fallback;
   };
-  return { messages: get('messages', 1_000_000), days: get('days', 365), suppressions: get('suppressions', 1_000_000), runs: get('runs', 15), rebuild: argv.includes('--rebuild') };
+  const data = argv.indexOf('--data');
+  return {
+    messages: get('messages', 1_000_000), days: get('days', 365), suppressions: get('suppressions', 1_000_000), runs: get('runs', 15),
+    rebuild: argv.includes('--rebuild'), data: data >= 0 ? path.resolve(argv[data + 1]) : undefined,
+  };
 }
 
 async function timed(url: string, key: string, runs: number): Promise<{ p50: number; p95: number; bytes: number; status: number }> {
@@ -98,27 +107,38 @@ async function check(app: App, key: string, s: SeedStats): Promise<void> {
   if (!ok) process.exitCode = 1;
 }
 
+/** Seeds a fresh database, or (with --data DIR) reuses one seeded before and keeps it. */
+async function seeded(app: App, opts: Options): Promise<SeedStats> {
+  const saved = opts.data ? path.join(opts.data, 'seed.json') : undefined;
+  if (saved && fs.existsSync(saved)) {
+    const s = JSON.parse(fs.readFileSync(saved, 'utf8')) as SeedStats;
+    console.log(`reusing ${s.messages} messages, ${s.events} events seeded earlier in ${opts.data}`);
+    return s;
+  }
+  // Seeding holds the one database connection; background workers would time out waiting for it.
+  await Promise.all(app.workers.map((w) => w.stop()));
+  console.log(`seeding ${opts.messages} messages over ${opts.days} days (node ${process.version}, ${os.cpus().length} cores)…`);
+  const s = await seed(app, opts);
+  const dbFile = path.join(app.config.dataDir, 'pigeon.sqlite');
+  console.log(`seeded ${s.messages} messages, ${s.events} events, ${s.rollupRows} rollup rows in ${s.seconds.toFixed(1)} s ` +
+    `(${Math.round((s.messages + s.events) / s.seconds)} rows/s); database ${(fs.statSync(dbFile).size / 2 ** 20).toFixed(0)} MiB`);
+  if (saved) fs.writeFileSync(saved, JSON.stringify(s));
+  return s;
+}
+
 async function main(): Promise<void> {
   const opts = options(process.argv.slice(2));
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pigeon-bench-'));
-  const sink = new Writable({ write: (_c, _e, cb) => cb() });
+  const dir = opts.data ?? fs.mkdtempSync(path.join(os.tmpdir(), 'pigeon-bench-'));
+  fs.mkdirSync(dir, { recursive: true });
   const app = await createApp({
     dataDir: dir, log: { level: 'warn' }, http: { port: 0 }, smtp: { submission: { port: 0 }, inbound: { port: 0 } },
     database: { synchronous: 'NORMAL' }, rateLimit: { requestsPerSecond: 1e6, burst: 1e6 }, suppressions: { uploadMaxBytes: 512 * 2 ** 20 },
-  }, { logStream: sink });
+  }, { logStream: new Writable({ write: (_c, _e, cb) => cb() }) });
   try {
-    const key = app.bootstrapKey as string;
-    const liveKey = (await fetch(`${app.http.url}/v1/api-keys`, {
-      method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ name: 'bench', mode: 'live', scopes: ['analytics:read'] }),
-    }).then((r) => r.json()) as { key: string }).key;
-    // Seeding holds the one database connection; background workers would time out waiting for it.
-    await Promise.all(app.workers.map((w) => w.stop()));
-    console.log(`seeding ${opts.messages} messages over ${opts.days} days (node ${process.version}, ${os.cpus().length} cores)…`);
-    const s = await seed(app, opts);
-    const dbFile = path.join(dir, 'pigeon.sqlite');
-    console.log(`seeded ${s.messages} messages, ${s.events} events, ${s.rollupRows} rollup rows in ${s.seconds.toFixed(1)} s ` +
-      `(${Math.round((s.messages + s.events) / s.seconds)} rows/s); database ${(fs.statSync(dbFile).size / 2 ** 20).toFixed(0)} MiB`);
+    const key = await newKey(app, 'test', ['suppressions:manage']);
+    const liveKey = await newKey(app, 'live', ['analytics:read']);
+    const s = await seeded(app, opts);
+    console.log(`load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
     await check(app, liveKey, s);
     await endpoints(app, liveKey, s, opts.runs);
     if (opts.rebuild) {
@@ -130,8 +150,14 @@ async function main(): Promise<void> {
     if (opts.suppressions > 0) await suppressionUpload(app, key, opts.suppressions, dir);
   } finally {
     await app.close();
-    fs.rmSync(dir, { recursive: true, force: true });
+    if (!opts.data) fs.rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** A key made directly in the database (the bootstrap key exists only on a fresh database). */
+async function newKey(app: App, mode: 'test' | 'live', scopes: Scope[]): Promise<string> {
+  const account = (await app.db('accounts').first('id')).id as string;
+  return (await createKey(app.db, { accountId: account, name: `bench ${mode}`, mode, scopes }, Date.now())).secret;
 }
 
 main().catch((err) => {

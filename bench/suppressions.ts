@@ -15,8 +15,10 @@ export async function suppressionUpload(app: App, key: string, rows: number, dir
   const file = path.join(dir, 'suppressions.csv');
   const out = fs.createWriteStream(file);
   out.write('email,reason\n');
+  // A domain of its own per run, so a kept database (--data) does not turn the run into "already present".
+  const domain = `run${Date.now().toString(36)}.example`;
   for (let i = 0; i < rows; i++) {
-    const line = i % 1000 === 7 ? `not-an-address-${i},\n` : i % 500 === 3 ? `User${i - 1}@Example.com,\n` : `user${i}@example.com,${i % 10 === 0 ? 'complaint' : ''}\n`;
+    const line = i % 1000 === 7 ? `not-an-address-${i},\n` : i % 500 === 3 ? `User${i - 1}@${domain.toUpperCase()},\n` : `user${i}@${domain},${i % 10 === 0 ? 'complaint' : ''}\n`;
     if (!out.write(line)) await new Promise<void>((r) => out.once('drain', () => r()));
   }
   await new Promise((r) => out.end(r));
