@@ -1,0 +1,60 @@
+/**
+ * MIME building for the send API: nodemailer's MailComposer turns the
+ * rendered parts into RFC 5322 bytes (multipart/alternative for html+text,
+ * multipart/related for inline parts, multipart/mixed for attachments), with
+ * the Message-ID on our hostname and the Date from the injected clock. File
+ * and URL access of the composer are switched off: attachments are bytes only.
+ * Bcc never reaches the header block.
+ */
+import MailComposer from 'nodemailer/lib/mail-composer';
+import type Mail from 'nodemailer/lib/mailer';
+import { Address, formatAddress } from './addresses';
+
+export interface Attachment {
+  filename: string;
+  content: Buffer;
+  contentType?: string;
+  contentId?: string;
+}
+
+export interface MimeInput {
+  from: Address;
+  to: Address[];
+  cc: Address[];
+  replyTo: Address[];
+  subject: string;
+  html?: string;
+  text?: string;
+  headers: Array<[string, string]>;
+  attachments: Attachment[];
+  /** Without <> */
+  messageId: string;
+  date: number;
+}
+
+export function composeMime(input: MimeInput): Promise<Buffer> {
+  const options: Mail.Options = {
+    from: formatAddress(input.from),
+    to: input.to.map(formatAddress),
+    cc: input.cc.length ? input.cc.map(formatAddress) : undefined,
+    replyTo: input.replyTo.length ? input.replyTo.map(formatAddress) : undefined,
+    subject: input.subject,
+    html: input.html,
+    text: input.text,
+    headers: input.headers.map(([key, value]) => ({ key, value })),
+    attachments: input.attachments.map((a) => ({
+      filename: a.filename,
+      content: a.content,
+      contentType: a.contentType,
+      cid: a.contentId,
+      contentDisposition: a.contentId ? 'inline' : 'attachment',
+    })),
+    messageId: `<${input.messageId}>`,
+    date: new Date(input.date),
+    disableFileAccess: true,
+    disableUrlAccess: true,
+  };
+  return new Promise((resolve, reject) => {
+    new MailComposer(options).compile().build((err, message) => (err ? reject(err) : resolve(message)));
+  });
+}
