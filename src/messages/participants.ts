@@ -25,17 +25,9 @@ export interface Participants {
   perRecipient: boolean;
 }
 
-type One<T> = T | T[] | undefined;
-
-/** Entries with their param: a single value is `to`, an array entry `to[2]`. */
-function entries<T>(value: One<T>, field: string): Array<[T, string]> {
-  if (value === undefined) return [];
-  if (!Array.isArray(value)) return [[value, field]];
-  return value.map((v, i) => [v, `${field}[${i}]`]);
-}
-
-function recipients(value: One<AddressInput | ToInput>, type: Recipient['type']): Recipient[] {
-  return entries(value, type).map(([input, param]) => {
+function recipients(value: Array<AddressInput | ToInput> | undefined, type: Recipient['type']): Recipient[] {
+  return (value ?? []).map((input, i) => {
+    const param = `${type}[${i}]`;
     const address = parseAddress(input, param);
     const substitutions = typeof input === 'object' && 'substitutions' in input ? input.substitutions : undefined;
     return { ...address, type, param, substitutions };
@@ -44,7 +36,7 @@ function recipients(value: One<AddressInput | ToInput>, type: Recipient['type'])
 
 export function parseParticipants(body: SendBody, maxRecipients: number): Participants {
   const from = parseAddress(body.from, 'from');
-  const replyTo = entries(body.reply_to, 'reply_to').map(([input, param]) => parseAddress(input, param));
+  const replyTo = body.reply_to === undefined ? [] : [parseAddress(body.reply_to, 'reply_to')];
   const to = recipients(body.to, 'to');
   const cc = recipients(body.cc, 'cc');
   const bcc = recipients(body.bcc, 'bcc');

@@ -35,14 +35,14 @@ const TAG = /^[^\u0000-\u001f\u007f"\\]+$/;
 
 export function sendBodySchema(config: Config) {
   const max = config.limits.maxRecipients;
-  const list = <T extends z.ZodType>(item: T, what: string) =>
-    z.union([item, z.array(item).min(1).max(max)], { error: `expected an address or an array of 1 to ${max} addresses` }).describe(what);
+  // Arrays only: a single-or-array union would hide which entry is at fault.
+  const list = <T extends z.ZodType>(item: T, what: string) => z.array(item).min(1).max(max).describe(what);
   return z.strictObject({
     from: addressInput.describe('Sender. Live sends need a verified domain of the account.'),
     to: list(toInput, `Recipients (1 to ${max}); each gets its own message id.`),
     cc: list(addressInput, 'Copy recipients, shown in the Cc header.').optional(),
     bcc: list(addressInput, 'Blind copy recipients, never shown in any header.').optional(),
-    reply_to: z.union([addressInput, z.array(addressInput).min(1).max(10)], { error: ADDRESS_ERROR }).optional().describe('Reply-To address(es).'),
+    reply_to: addressInput.optional().describe('Reply-To address.'),
     subject: z.string().max(998).optional().describe('Subject (a Handlebars template). Required unless template_id is given.'),
     html: z.string().optional().describe('HTML body (a Handlebars template; values are HTML-escaped).'),
     text: z.string().optional().describe('Plain-text body (a Handlebars template; values are not escaped). At least one of html and text is required.'),
