@@ -32,8 +32,27 @@ export interface MimeInput {
   date: number;
 }
 
+/**
+ * The composer picks quoted-printable or base64 for each text by matching every
+ * letter with a regex, which is a large share of its cost on 5 KB bodies. The
+ * same choice from one pass over the char codes: QP while most text is ASCII.
+ */
+function textEncoding(...texts: Array<string | undefined>): 'quoted-printable' | 'base64' {
+  let ascii = 0;
+  let other = 0;
+  for (const text of texts) {
+    if (!text) continue;
+    for (let i = 0; i < text.length; i++) {
+      if (text.charCodeAt(i) < 128) ascii++;
+      else other++;
+    }
+  }
+  return other < ascii ? 'quoted-printable' : 'base64';
+}
+
 export function composeMime(input: MimeInput): Promise<Buffer> {
   const options: Mail.Options = {
+    textEncoding: textEncoding(input.subject, input.html, input.text),
     from: formatAddress(input.from),
     to: input.to.map(formatAddress),
     cc: input.cc.length ? input.cc.map(formatAddress) : undefined,

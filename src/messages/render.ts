@@ -25,20 +25,49 @@ const RUNTIME: Handlebars.RuntimeOptions = {
 
 export type Renderer = (data: Record<string, unknown>) => string;
 
+/**
+ * Compiling costs milliseconds while rendering costs microseconds, and an
+ * application sends the same few templates over and over: keep the compiled
+ * ones, least recently used out first, bounded by count and source size.
+ */
+const CACHE_ENTRIES = 500;
+const CACHE_CHARS = 8 * 1024 * 1024;
+const cache = new Map<string, Handlebars.TemplateDelegate>();
+let cachedChars = 0;
+
+function remember(key: string, template: Handlebars.TemplateDelegate): void {
+  if (key.length > CACHE_CHARS / 8) return;
+  cache.set(key, template);
+  cachedChars += key.length;
+  while (cache.size > CACHE_ENTRIES || cachedChars > CACHE_CHARS) {
+    const oldest = cache.keys().next().value as string;
+    cache.delete(oldest);
+    cachedChars -= oldest.length;
+  }
+}
+
+function compiled(field: TemplateField, source: string): Handlebars.TemplateDelegate {
+  const key = `${field}\0${source}`;
+  const hit = cache.get(key);
+  if (hit) {
+    cache.delete(key); // re-insert: most recently used last
+    cache.set(key, hit);
+    return hit;
+  }
+  const template = hb.compile(source, { knownHelpers: KNOWN, knownHelpersOnly: true, noEscape: field !== 'html', strict: false });
+  // Handlebars compiles lazily: run it once so syntax and helper errors surface now.
+  template({}, RUNTIME);
+  remember(key, template);
+  return template;
+}
+
 /** `param` is the field named in errors (e.g. `html`, or `template_id` for a stored template). */
 export function compileField(field: TemplateField, source: string, param: string = field): Renderer {
   // Most subjects and many bodies hold no expressions: skip the compiler for them.
   if (!source.includes('{{')) return () => source;
   let template: Handlebars.TemplateDelegate;
   try {
-    template = hb.compile(source, {
-      knownHelpers: KNOWN,
-      knownHelpersOnly: true,
-      noEscape: field !== 'html',
-      strict: false,
-    });
-    // Handlebars compiles lazily: force the parse now so syntax errors surface here.
-    template({}, RUNTIME);
+    template = compiled(field, source);
   } catch (err) {
     throw templateError(field, param, err);
   }
