@@ -8,6 +8,8 @@ import type { ApiRouter } from './http/api';
 import type { EventSink } from './events/record';
 import { registerAuthRoutes } from './auth/routes';
 import { registerMessageRoutes } from './messages';
+import { registerDomainRoutes } from './domains/routes';
+import { createRecheckWorker } from './domains/worker';
 
 /** A background loop (MTA, webhook dispatcher, re-checks…). */
 export interface Worker {
@@ -38,4 +40,5 @@ export interface Module {
 export const MODULES: Module[] = [
   { name: 'auth', routes: registerAuthRoutes },
   { name: 'messages', routes: registerMessageRoutes },
+  { name: 'domains', routes: registerDomainRoutes, workers: (deps) => [createRecheckWorker(deps)] },
 ];
