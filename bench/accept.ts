@@ -16,6 +16,7 @@ interface Options {
   seconds: number;
   warmupSeconds: number;
   groupCommit: boolean[];
+  windowMs: number;
   recipients: number[];
   concurrency: number[];
 }
@@ -28,15 +29,21 @@ function parseOptions(args: string[]): Options {
     seconds: Number(get('seconds') ?? 2.5),
     warmupSeconds: 0.3,
     groupCommit: gc === 'both' ? [true, false] : [gc === 'on'],
+    windowMs: Number(get('window-ms') ?? 0),
     recipients: list(get('recipients'), [1, 10]),
     concurrency: list(get('concurrency'), [1, 10, 50]),
   };
 }
 
+interface Stats {
+  maxRssKb: number;
+  cpuMs: number;
+}
+
 interface Server {
   url: URL;
   key: string;
-  rssKb(): Promise<number>;
+  stats(): Promise<Stats>;
   stop(): Promise<void>;
 }
 
@@ -57,10 +64,10 @@ function startServer(config: Record<string, unknown>): Promise<Server> {
   return next<ServerReady>('ready').then((ready) => ({
     url: new URL(ready.url),
     key: ready.key,
-    rssKb: async () => {
-      const answer = next<{ maxRssKb: number }>('rss');
-      child.send({ type: 'rss' });
-      return (await answer).maxRssKb;
+    stats: async () => {
+      const answer = next<Stats>('stats');
+      child.send({ type: 'stats' });
+      return answer;
     },
     stop: () => new Promise<void>((resolve) => {
       child.once('exit', () => resolve());
@@ -137,22 +144,24 @@ export async function run(args: string[]): Promise<void> {
   const options = parseOptions(args);
   console.log(`accept benchmark: node ${process.version}, ${os.cpus().length} cores, load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
   console.log('POST /v1/messages/send, ~5 KB JSON, live key, SQLite synchronous=FULL, client and server in separate processes\n');
-  const header = ['group commit', 'rcpts', 'conc', 'req/s', 'msgs/s', 'p50 ms', 'p99 ms', 'errors', 'peak RSS MB', 'msgs/commit'];
+  const header = ['group commit', 'rcpts', 'conc', 'req/s', 'msgs/s', 'p50 ms', 'p99 ms', 'errors', 'peak RSS MB', 'msgs/commit', 'server CPU ms/req'];
   console.log(header.join('\t'));
   for (const groupCommit of options.groupCommit) {
     for (const recipients of options.recipients) {
       for (const concurrency of options.concurrency) {
-        const server = await startServer({ messages: { groupCommit } });
+        const server = await startServer({ messages: { groupCommit, groupCommitWindowMs: options.windowMs } });
         const body = payload(recipients);
         await load(server, body, concurrency, options.warmupSeconds);
+        const before = await server.stats();
         const r = await load(server, body, concurrency, options.seconds);
-        const rss = await server.rssKb();
+        const after = await server.stats();
         const groups = await groupStats(server);
         await server.stop();
         const sorted = [...r.latenciesMs].sort((a, b) => a - b);
         const rps = r.requests / r.seconds;
         console.log([groupCommit ? 'on' : 'off', recipients, concurrency, rps.toFixed(0), (rps * recipients).toFixed(0),
-          percentile(sorted, 0.5).toFixed(1), percentile(sorted, 0.99).toFixed(1), r.errors, (rss / 1024).toFixed(0), groups.toFixed(1)].join('\t'));
+          percentile(sorted, 0.5).toFixed(1), percentile(sorted, 0.99).toFixed(1), r.errors, (after.maxRssKb / 1024).toFixed(0),
+          groups.toFixed(1), ((after.cpuMs - before.cpuMs) / r.requests).toFixed(2)].join('\t'));
       }
     }
   }
