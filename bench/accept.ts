@@ -26,7 +26,7 @@ function parseOptions(args: string[]): Options {
   const gc = get('group-commit') ?? 'both';
   const list = (v: string | undefined, d: number[]) => (v ? v.split(',').map(Number) : d);
   return {
-    seconds: Number(get('seconds') ?? 2.5),
+    seconds: Number(get('seconds') ?? 2),
     warmupSeconds: 0.3,
     groupCommit: gc === 'both' ? [true, false] : [gc === 'on'],
     windowMs: Number(get('window-ms') ?? 0),

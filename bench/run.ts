@@ -3,7 +3,7 @@
  * lives in its own file and registers here with one line, so engineers can
  * add theirs without touching each other's code.
  *
- *   node dist/bench/run.js accept [--seconds=2.5] [--group-commit=both|on|off] [--window-ms=0]
+ *   node dist/bench/run.js accept [--seconds=2] [--group-commit=both|on|off] [--window-ms=0]
  *                                 [--recipients=1,10] [--concurrency=1,10,50]
  */
 type Mode = (args: string[]) => Promise<void>;
