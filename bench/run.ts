@@ -5,12 +5,14 @@
  *
  *   node dist/bench/run.js accept [--seconds=2] [--group-commit=both|on|off] [--window-ms=0]
  *                                 [--recipients=1,10] [--concurrency=1,10,50]
+ *   node dist/bench/run.js accept-store [--messages=2000] [--concurrency=1,10,50]
  */
 type Mode = (args: string[]) => Promise<void>;
 
 // One line per mode; require keeps each mode's code unloaded until chosen.
 const MODES: Record<string, () => Mode> = {
   accept: () => (require('./accept') as typeof import('./accept')).run,
+  'accept-store': () => (require('./accept-store') as typeof import('./accept-store')).run,
 };
 
 async function main(): Promise<void> {
