@@ -53,6 +53,8 @@ export class WebhookDispatcher implements Worker {
   private timer: NodeJS.Timeout | undefined;
   private unsubscribe: (() => void) | undefined;
   private running = false;
+  /** set by stop(): no claims after it, even from runOnce */
+  private stopped = false;
 
   constructor(private readonly deps: DispatcherDeps) {
     this.metrics = createWebhookMetrics(deps);
@@ -69,11 +71,13 @@ export class WebhookDispatcher implements Worker {
 
   async stop(): Promise<void> {
     this.running = false;
+    this.stopped = true;
     this.unsubscribe?.();
     clearTimeout(this.timer);
+    await this.chain; // a pass in progress launches nothing more
     // Aborted requests are not attempts: their leases are released and the next start sends them.
     for (const f of this.inFlight.values()) f.controller.abort();
-    await Promise.allSettled([this.chain, ...[...this.inFlight.values()].map((f) => f.done)]);
+    await Promise.allSettled([...this.inFlight.values()].map((f) => f.done));
   }
 
   /** Sends everything due now (retries that become due meanwhile are not due now) and waits for it. */
@@ -106,7 +110,7 @@ export class WebhookDispatcher implements Worker {
     let started = 0;
     for (;;) {
       const free = concurrency - this.inFlight.size;
-      if (free <= 0) return started;
+      if (free <= 0 || this.stopped) return started;
       const now = clock.now();
       const full = [...this.perWebhook].filter(([, n]) => n >= perWebhookConcurrency).map(([id]) => id);
       const candidates = await dueCandidates(db, { now, perWebhook: perWebhookConcurrency, limit: free * 2, skipWebhooks: full });
@@ -115,6 +119,10 @@ export class WebhookDispatcher implements Worker {
         if (this.inFlight.size >= concurrency) break;
         if ((this.perWebhook.get(c.webhookId) ?? 0) >= perWebhookConcurrency) continue;
         if (!(await claim(db, c.id, this.owner, now, this.leaseMs))) continue;
+        if (this.stopped) {
+          await releaseLease(db, c.id, this.owner);
+          return started;
+        }
         this.launch(c.id, c.webhookId);
         started++;
         progress = true;

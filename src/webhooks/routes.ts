@@ -13,7 +13,7 @@ const eventName = z.enum([...EVENT_TYPES, '*'], {
   error: (issue) => `unknown event type '${String(issue.input)}'; expected one of ${EVENT_TYPES.join(', ')} or *`,
 });
 const events = z.array(eventName).min(1, 'events must name at least one event type').max(EVENT_TYPES.length + 1)
-  .describe('Event types to receive (SPEC.md part 6), or `*` for all of them.');
+  .describe('Event types to receive, or `*` for all seven.');
 const url = z.string().max(2048).describe('HTTPS URL that receives a POST per event. Must resolve to a public address.');
 const secret = z.string().min(16, 'secret must be at least 16 characters').max(256)
   .describe('Signing secret (16+ characters). Omit it to have a `whsec_` secret generated.');
