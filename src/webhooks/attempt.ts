@@ -45,6 +45,15 @@ function trustedCas(file: string): string[] | undefined {
   return cas;
 }
 
+/** Reads the CA file now, with an error that names the setting. */
+export function checkCaFile(file: string): void {
+  try {
+    trustedCas(file);
+  } catch (err) {
+    throw new Error(`webhooks.tlsCaFile: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+  }
+}
+
 export function requestHeaders(input: Pick<AttemptInput, 'secrets' | 'eventId' | 'body' | 'attempt' | 'now'>): Record<string, string> {
   return {
     'Content-Type': 'application/json',

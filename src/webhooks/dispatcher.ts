@@ -14,7 +14,7 @@ import os from 'node:os';
 import crypto from 'node:crypto';
 import type { AppDeps } from '../deps';
 import type { Worker } from '../modules';
-import { attemptDelivery, eventBody } from './attempt';
+import { attemptDelivery, checkCaFile, eventBody } from './attempt';
 import { claim, dueCandidates, getDelivery, leaseOwners, nextClaimableAt, recordAttempt, releaseLease, releaseLeasesOf } from './deliveries';
 import { createWebhookMetrics, WebhookMetrics } from './metrics';
 import { getWebhookById, signingSecrets } from './store';
@@ -60,6 +60,7 @@ export class WebhookDispatcher implements Worker {
     this.metrics = createWebhookMetrics(deps);
     // Longer than the longest attempt (two lookups + the request), so a live attempt never loses its row.
     this.leaseMs = deps.config.webhooks.timeoutMs + 4 * deps.config.dns.timeoutMs + 30_000;
+    checkCaFile(deps.config.webhooks.tlsCaFile); // a bad file stops the start, not every attempt
   }
 
   start(): void {

@@ -131,6 +131,12 @@ describe('webhook retries', () => {
       const d = await deliveryOf(app, hook.id);
       assert.equal(d.last_error, 'connection refused');
       assert.equal(d.next_attempt_at, new Date(clock.now() + 5 * MINUTE).toISOString());
+
+      clock.advance(90_000);
+      const text = await (await fetch(`${app.http.url}/metrics`)).text();
+      assert.match(text, /^pigeon_webhook_pending_deliveries 1$/m);
+      assert.match(text, /^pigeon_webhook_oldest_pending_age_seconds 90$/m);
+      assert.match(text, /^pigeon_webhook_attempts_total\{result="retrying",attempt="1"\} 1$/m);
     } finally {
       await app.stop();
     }
