@@ -48,9 +48,13 @@ exports.up = async function up(knex) {
     t.index(['webhook_id', 'status', 'id'], 'webhook_deliveries_status_idx');
     t.index(['event_id'], 'webhook_deliveries_event_idx');
   });
-  // The dispatcher's "what is due" query reads only rows still waiting.
+  // The dispatcher reads only rows still waiting: the earliest overall (its timer) and the
+  // earliest few of each webhook (its claim), so a dead endpoint's backlog is never scanned.
   await knex.raw(
     'CREATE INDEX webhook_deliveries_due_idx ON webhook_deliveries (next_attempt_at) WHERE next_attempt_at IS NOT NULL',
+  );
+  await knex.raw(
+    'CREATE INDEX webhook_deliveries_webhook_due_idx ON webhook_deliveries (webhook_id, next_attempt_at) WHERE next_attempt_at IS NOT NULL',
   );
 
   // Every HTTP attempt of a delivery: when, what came back, how long it took.

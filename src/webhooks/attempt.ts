@@ -80,14 +80,14 @@ export async function attemptDelivery(config: AttemptConfig, input: AttemptInput
 }
 
 /**
- * The body of an event's webhook request: its envelope as JSON. Rebuilt from
- * the events row at every attempt; JSON text → parse → stringify gives the
+ * The bodies of events' webhook requests: each envelope as JSON. Rebuilt from
+ * the events rows at every attempt; JSON text → parse → stringify gives the
  * same bytes, so every attempt carries exactly what the first one did.
  */
-export async function eventBody(db: Queryable, eventId: string): Promise<string | null> {
-  const row = await db('events').where({ id: eventId }).first();
-  if (!row) return null;
-  const event = {
+export async function eventBodies(db: Queryable, eventIds: string[]): Promise<Map<string, string>> {
+  if (!eventIds.length) return new Map();
+  const rows = await db('events').whereIn('id', [...new Set(eventIds)]);
+  return new Map(rows.map((row) => [row.id as string, JSON.stringify(envelope({
     id: row.id as string,
     accountId: row.account_id as string,
     mode: row.mode,
@@ -95,6 +95,5 @@ export async function eventBody(db: Queryable, eventId: string): Promise<string 
     messageId: row.message_id as string | null,
     data: fromJson<Record<string, unknown>>(row.data, {}),
     at: Number(row.created_at),
-  };
-  return JSON.stringify(envelope(event));
+  }))]));
 }

@@ -107,6 +107,11 @@ export async function getDelivery(db: Queryable, id: string): Promise<Delivery |
   return row && toDelivery(row);
 }
 
+export async function getDeliveries(db: Queryable, ids: string[]): Promise<Delivery[]> {
+  if (!ids.length) return [];
+  return (await db<DeliveryRow>('webhook_deliveries').whereIn('id', ids)).map(toDelivery);
+}
+
 /** A row is claimable when it is due and no live lease holds it. */
 const claimable = (now: number) => (q: import('knex').Knex.QueryBuilder) =>
   q.whereNotNull('next_attempt_at').where('next_attempt_at', '<=', now)
@@ -114,42 +119,54 @@ const claimable = (now: number) => (q: import('knex').Knex.QueryBuilder) =>
 
 /**
  * Due deliveries, at most `perWebhook` per webhook, oldest due first, so one
- * webhook's backlog cannot fill the batch and starve the others.
+ * webhook's backlog cannot fill the batch and starve the others. Each
+ * webhook's rows are read by an index seek on (webhook_id, next_attempt_at),
+ * so a dead endpoint's thousands of due rows cost nothing here.
  */
 export async function dueCandidates(
   db: Queryable,
   opts: { now: number; perWebhook: number; limit: number; skipWebhooks: string[] },
 ): Promise<Array<{ id: string; webhookId: string }>> {
   const { now, perWebhook, limit, skipWebhooks } = opts;
-  const skip = skipWebhooks.length ? `AND d.webhook_id NOT IN (${skipWebhooks.map(() => '?').join(', ')})` : '';
+  const skip = skipWebhooks.length ? `AND w.id NOT IN (${skipWebhooks.map(() => '?').join(', ')})` : '';
   const rows: Array<{ id: string; webhook_id: string }> = await db.raw(
-    `SELECT id, webhook_id FROM (
-       SELECT d.id, d.webhook_id, d.next_attempt_at,
-              ROW_NUMBER() OVER (PARTITION BY d.webhook_id ORDER BY d.next_attempt_at, d.id) AS rn
-         FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id AND w.enabled = ?
-        WHERE d.next_attempt_at IS NOT NULL AND d.next_attempt_at <= ?
-          AND (d.lease_expires_at IS NULL OR d.lease_expires_at <= ?) ${skip}
-     ) due WHERE rn <= ? ORDER BY next_attempt_at, id LIMIT ?`,
-    [true, now, now, ...skipWebhooks, perWebhook, limit],
+    // CROSS JOIN makes SQLite loop over webhooks outside (a plain JOIN scans every delivery).
+    `SELECT d.id, d.webhook_id FROM webhooks w CROSS JOIN webhook_deliveries d
+      WHERE d.id IN (
+        SELECT q.id FROM webhook_deliveries q
+         WHERE q.webhook_id = w.id AND q.next_attempt_at IS NOT NULL AND q.next_attempt_at <= ?
+           AND (q.lease_expires_at IS NULL OR q.lease_expires_at <= ?)
+         ORDER BY q.next_attempt_at LIMIT ?
+      )
+      AND w.enabled = ? ${skip}
+     ORDER BY d.next_attempt_at, d.id LIMIT ?`,
+    [now, now, perWebhook, true, ...skipWebhooks, limit],
   );
   return rows.map((r) => ({ id: r.id, webhookId: r.webhook_id }));
 }
 
-/** Takes the lease on one row; false when someone else got there first or it stopped being due. */
-export async function claim(db: Queryable, id: string, owner: string, now: number, leaseMs: number): Promise<boolean> {
-  const n = await db('webhook_deliveries').where({ id }).modify(claimable(now))
-    .update({ lease_owner: owner, lease_expires_at: now + leaseMs });
-  return n > 0;
+/**
+ * Takes the lease on those of `ids` that are still claimable, in one
+ * statement (UPDATE … RETURNING: SQLite 3.35+, PostgreSQL); returns the ids
+ * this owner now holds.
+ */
+export async function claim(db: Queryable, ids: string[], owner: string, now: number, leaseMs: number): Promise<string[]> {
+  if (!ids.length) return [];
+  const rows: Array<{ id: string }> = await db('webhook_deliveries').whereIn('id', ids).modify(claimable(now))
+    .update({ lease_owner: owner, lease_expires_at: now + leaseMs }, ['id']);
+  return rows.map((r) => r.id);
 }
 
-/** When the next row not held by `owner` becomes claimable (null: nothing waits). */
-export async function nextClaimableAt(db: Queryable, owner: string): Promise<number | null> {
+/**
+ * When the earliest unleased row of an enabled webhook is due (null: nothing
+ * waits). Leased rows are in flight: their end wakes the dispatcher; a dead
+ * owner's leases are released at start (the poll interval covers the rest).
+ */
+export async function nextDueAt(db: Queryable): Promise<number | null> {
   const row = await db('webhook_deliveries as d').join('webhooks as w', 'w.id', 'd.webhook_id').where('w.enabled', true)
-    .whereNotNull('d.next_attempt_at')
-    .where((q) => q.whereNull('d.lease_owner').orWhere('d.lease_owner', '<>', owner))
-    .min({ at: db.raw('CASE WHEN d.lease_expires_at > d.next_attempt_at THEN d.lease_expires_at ELSE d.next_attempt_at END') })
-    .first();
-  return row?.at === null || row?.at === undefined ? null : Number(row.at);
+    .whereNotNull('d.next_attempt_at').whereNull('d.lease_owner')
+    .orderBy('d.next_attempt_at').first('d.next_attempt_at as at');
+  return row ? Number(row.at) : null;
 }
 
 export async function releaseLease(db: Queryable, id: string, owner: string): Promise<void> {
@@ -169,41 +186,53 @@ export async function releaseLeasesOf(db: Queryable, owners: string[]): Promise<
 
 export type AttemptResult = 'succeeded' | 'retrying' | 'failed';
 
+export interface AttemptRecord {
+  delivery: Delivery;
+  owner: string;
+  attempt: Omit<Attempt, 'attempt'>;
+}
+
 /**
- * Stores an attempt and moves the delivery on: succeeded, retrying at the next
- * step of the schedule, or failed. Nothing is written (null) when the row was
- * deleted meanwhile (its webhook was deleted) or the lease was lost.
+ * Stores attempts and moves each delivery on: succeeded, retrying at the next
+ * step of the schedule, or failed. All in one commit (the dispatcher groups
+ * the attempts that finished together). An entry is null when its row was
+ * deleted meanwhile (its webhook was deleted) or its lease was lost.
  */
-export async function recordAttempt(db: Queryable, d: Delivery, owner: string, a: Omit<Attempt, 'attempt'>): Promise<{ result: AttemptResult; attempt: number } | null> {
+export async function recordAttempts(db: Queryable, records: AttemptRecord[]): Promise<Array<{ result: AttemptResult; attempt: number } | null>> {
+  return db.transaction(async (trx) => {
+    const out: Array<{ result: AttemptResult; attempt: number } | null> = [];
+    for (const r of records) out.push(await recordOne(trx, r));
+    return out;
+  });
+}
+
+async function recordOne(trx: Queryable, { delivery: d, owner, attempt: a }: AttemptRecord): Promise<{ result: AttemptResult; attempt: number } | null> {
   const attempt = d.attempts + 1;
   const next = a.success ? null : nextAttemptAfterFailure(attempt - d.cycleStart, a.attemptedAt);
   const result: AttemptResult = a.success ? 'succeeded' : next === null ? 'failed' : 'retrying';
-  const run = async (trx: Queryable) => {
-    const n = await trx('webhook_deliveries').where({ id: d.id, lease_owner: owner }).update({
-      status: result === 'retrying' ? 'pending' : result,
-      attempts: attempt,
-      next_attempt_at: next,
-      lease_owner: null,
-      lease_expires_at: null,
-      last_status_code: a.statusCode,
-      last_error: a.error,
-      updated_at: a.attemptedAt,
-      completed_at: result === 'retrying' ? null : a.attemptedAt,
-    });
-    if (!n) return null;
-    await trx('webhook_attempts').insert({
-      delivery_id: d.id,
-      attempt,
-      attempted_at: a.attemptedAt,
-      success: a.success,
-      status_code: a.statusCode,
-      latency_ms: a.latencyMs,
-      response_body: a.responseBody,
-      error: a.error,
-    });
-    return { result, attempt };
-  };
-  return db.transaction(run);
+  const n = await trx('webhook_deliveries').where({ id: d.id, lease_owner: owner }).update({
+    status: result === 'retrying' ? 'pending' : result,
+    attempts: attempt,
+    next_attempt_at: next,
+    lease_owner: null,
+    lease_expires_at: null,
+    last_status_code: a.statusCode,
+    last_error: a.error,
+    updated_at: a.attemptedAt,
+    completed_at: result === 'retrying' ? null : a.attemptedAt,
+  });
+  if (!n) return null;
+  await trx('webhook_attempts').insert({
+    delivery_id: d.id,
+    attempt,
+    attempted_at: a.attemptedAt,
+    success: a.success,
+    status_code: a.statusCode,
+    latency_ms: a.latencyMs,
+    response_body: a.responseBody,
+    error: a.error,
+  });
+  return { result, attempt };
 }
 
 export async function attemptsOf(db: Queryable, deliveryIds: string[]): Promise<Map<string, Attempt[]>> {

@@ -14,12 +14,20 @@ import os from 'node:os';
 import crypto from 'node:crypto';
 import type { AppDeps } from '../deps';
 import type { Worker } from '../modules';
-import { attemptDelivery, checkCaFile, eventBody } from './attempt';
-import { claim, dueCandidates, getDelivery, leaseOwners, nextClaimableAt, recordAttempt, releaseLease, releaseLeasesOf } from './deliveries';
+import { attemptDelivery, checkCaFile, eventBodies } from './attempt';
+import { claim, Delivery, dueCandidates, getDeliveries, leaseOwners, nextDueAt, releaseLease, releaseLeasesOf } from './deliveries';
+import { AttemptRecorder } from './recorder';
 import { createWebhookMetrics, WebhookMetrics } from './metrics';
-import { getWebhookById, signingSecrets } from './store';
+import { getWebhooksByIds, signingSecrets, Webhook } from './store';
 
 type DispatcherDeps = Pick<AppDeps, 'config' | 'db' | 'clock' | 'log' | 'metrics' | 'signals'>;
+
+/** A claimed delivery with what its attempt needs, loaded for the whole batch at once. */
+interface Job {
+  delivery: Delivery;
+  webhook: Webhook;
+  body: string;
+}
 
 interface InFlight {
   webhookId: string;
@@ -48,6 +56,7 @@ export class WebhookDispatcher implements Worker {
   private readonly perWebhook = new Map<string, number>();
   private readonly metrics: WebhookMetrics;
   private readonly leaseMs: number;
+  private readonly recorder: AttemptRecorder;
   /** claims run one at a time, so the in-memory counts match what was claimed */
   private chain: Promise<unknown> = Promise.resolve();
   private timer: NodeJS.Timeout | undefined;
@@ -55,9 +64,11 @@ export class WebhookDispatcher implements Worker {
   private running = false;
   /** set by stop(): no claims after it, even from runOnce */
   private stopped = false;
+  private passQueued = false;
 
   constructor(private readonly deps: DispatcherDeps) {
     this.metrics = createWebhookMetrics(deps);
+    this.recorder = new AttemptRecorder(deps.db);
     // Longer than the longest attempt (two lookups + the request), so a live attempt never loses its row.
     this.leaseMs = deps.config.webhooks.timeoutMs + 4 * deps.config.dns.timeoutMs + 30_000;
     checkCaFile(deps.config.webhooks.tlsCaFile); // a bad file stops the start, not every attempt
@@ -90,11 +101,15 @@ export class WebhookDispatcher implements Worker {
     }
   }
 
+  /** Asks for a pass; wake-ups that arrive while one is queued share it (one claim commit for many rows). */
   private wake(): void {
-    if (!this.running) return;
+    if (!this.running || this.passQueued) return;
+    this.passQueued = true;
     void this.serialize(async () => {
+      this.passQueued = false;
       await this.fill();
-      await this.armTimer();
+      // With every slot busy a finishing attempt wakes us; only a pass that left slots free needs the timer.
+      if (this.inFlight.size < this.deps.config.webhooks.concurrency) await this.armTimer();
     }).catch((err: unknown) => this.deps.log.error({ err }, 'webhook dispatcher pass failed'));
   }
 
@@ -104,7 +119,7 @@ export class WebhookDispatcher implements Worker {
     return next;
   }
 
-  /** Claims as many due rows as there are free slots; returns how many it started. */
+  /** Claims as many due rows as there are free slots (one commit per round); returns how many it started. */
   private async fill(): Promise<number> {
     const { config, db, clock } = this.deps;
     const { concurrency, perWebhookConcurrency } = config.webhooks;
@@ -115,27 +130,55 @@ export class WebhookDispatcher implements Worker {
       const now = clock.now();
       const full = [...this.perWebhook].filter(([, n]) => n >= perWebhookConcurrency).map(([id]) => id);
       const candidates = await dueCandidates(db, { now, perWebhook: perWebhookConcurrency, limit: free * 2, skipWebhooks: full });
-      let progress = false;
-      for (const c of candidates) {
-        if (this.inFlight.size >= concurrency) break;
-        if ((this.perWebhook.get(c.webhookId) ?? 0) >= perWebhookConcurrency) continue;
-        if (!(await claim(db, c.id, this.owner, now, this.leaseMs))) continue;
-        if (this.stopped) {
-          await releaseLease(db, c.id, this.owner);
-          return started;
-        }
-        this.launch(c.id, c.webhookId);
-        started++;
-        progress = true;
+      const picked = this.pick(candidates, free);
+      const claimed = await claim(db, picked, this.owner, now, this.leaseMs);
+      if (this.stopped) {
+        for (const id of claimed) await releaseLease(db, id, this.owner);
+        return started;
       }
-      if (!progress) return started;
+      for (const job of await this.load(claimed)) this.launch(job);
+      started += claimed.length;
+      if (!claimed.length) return started;
     }
   }
 
-  private launch(id: string, webhookId: string): void {
+  /** Candidates within the free slots and each webhook's remaining share, skipping rows already in flight. */
+  private pick(candidates: Array<{ id: string; webhookId: string }>, free: number): string[] {
+    const picked: string[] = [];
+    const share = new Map(this.perWebhook);
+    const cap = this.deps.config.webhooks.perWebhookConcurrency;
+    for (const c of candidates) {
+      if (picked.length >= free) break;
+      if (this.inFlight.has(c.id) || (share.get(c.webhookId) ?? 0) >= cap) continue;
+      share.set(c.webhookId, (share.get(c.webhookId) ?? 0) + 1);
+      picked.push(c.id);
+    }
+    return picked;
+  }
+
+  /** Rows deleted since the claim (with their webhook) are simply gone; a paused webhook's rows go back. */
+  private async load(ids: string[]): Promise<Job[]> {
+    const { db } = this.deps;
+    const deliveries = await getDeliveries(db, ids);
+    const [webhooks, bodies] = await Promise.all([
+      getWebhooksByIds(db, deliveries.map((d) => d.webhookId)),
+      eventBodies(db, deliveries.map((d) => d.eventId)),
+    ]);
+    const jobs: Job[] = [];
+    for (const delivery of deliveries) {
+      const webhook = webhooks.get(delivery.webhookId);
+      const body = bodies.get(delivery.eventId);
+      if (webhook?.enabled && body !== undefined) jobs.push({ delivery, webhook, body });
+      else await releaseLease(db, delivery.id, this.owner);
+    }
+    return jobs;
+  }
+
+  private launch(job: Job): void {
+    const { id, webhookId } = job.delivery;
     const controller = new AbortController();
     this.perWebhook.set(webhookId, (this.perWebhook.get(webhookId) ?? 0) + 1);
-    const done = this.send(id, controller.signal)
+    const done = this.send(job, controller.signal)
       .catch((err: unknown) => this.deps.log.error({ err, deliveryId: id }, 'webhook attempt failed unexpectedly'))
       .finally(() => {
         this.inFlight.delete(id);
@@ -147,26 +190,25 @@ export class WebhookDispatcher implements Worker {
     this.inFlight.set(id, { webhookId, controller, done });
   }
 
-  /** Load, attempt, record: one claimed delivery. */
-  private async send(id: string, signal: AbortSignal): Promise<void> {
+  /** Attempt and record one claimed delivery. */
+  private async send({ delivery, webhook, body }: Job, signal: AbortSignal): Promise<void> {
     const { config, db, clock, log } = this.deps;
-    const delivery = await getDelivery(db, id);
-    if (!delivery || delivery.leaseOwner !== this.owner) return; // deleted with its webhook
-    const [webhook, body] = await Promise.all([getWebhookById(db, delivery.webhookId), eventBody(db, delivery.eventId)]);
-    if (!webhook || body === null) return; // cascade removes the row
-    if (!webhook.enabled) return releaseLease(db, id, this.owner); // paused: waits for re-enabling
     const attempt = delivery.attempts + 1;
     const outcome = await attemptDelivery(config, {
       url: webhook.url, secrets: signingSecrets(webhook, clock.now()), eventId: delivery.eventId, body, attempt, now: clock.now(), signal,
     });
-    if (outcome.aborted) return releaseLease(db, id, this.owner);
-    const recorded = await recordAttempt(db, delivery, this.owner, {
-      attemptedAt: clock.now(), success: outcome.success, statusCode: outcome.statusCode,
-      latencyMs: outcome.latencyMs, responseBody: outcome.responseBody, error: outcome.error,
+    if (outcome.aborted) return releaseLease(db, delivery.id, this.owner);
+    const recorded = await this.recorder.record({
+      delivery,
+      owner: this.owner,
+      attempt: {
+        attemptedAt: clock.now(), success: outcome.success, statusCode: outcome.statusCode,
+        latencyMs: outcome.latencyMs, responseBody: outcome.responseBody, error: outcome.error,
+      },
     });
-    if (!recorded) return;
+    if (!recorded) return; // deleted with its webhook meanwhile
     this.metrics.observe(recorded.result, attempt, outcome.latencyMs);
-    const fields = { deliveryId: id, webhookId: webhook.id, eventId: delivery.eventId, attempt, statusCode: outcome.statusCode, latencyMs: outcome.latencyMs };
+    const fields = { deliveryId: delivery.id, webhookId: webhook.id, eventId: delivery.eventId, attempt, statusCode: outcome.statusCode, latencyMs: outcome.latencyMs };
     if (recorded.result === 'succeeded') log.info(fields, 'webhook delivered');
     else log.warn({ ...fields, error: outcome.error, result: recorded.result }, 'webhook attempt failed');
   }
@@ -176,7 +218,7 @@ export class WebhookDispatcher implements Worker {
     if (!this.running) return;
     clearTimeout(this.timer);
     const { db, clock, config } = this.deps;
-    const at = await nextClaimableAt(db, this.owner);
+    const at = await nextDueAt(db);
     const poll = config.webhooks.pollIntervalMs;
     // Due but unclaimed means every slot is busy: a finishing attempt wakes us; the poll is a safety net.
     const delay = at === null || at <= clock.now() ? poll : Math.min(at - clock.now(), poll);

@@ -19,9 +19,24 @@ export function subscribes(events: readonly string[], type: string): boolean {
   return events.includes('*') || events.includes(type);
 }
 
+/**
+ * Subscriptions read once per transaction and account: the accept path commits
+ * many messages (and their events) in one transaction. Keyed by the
+ * transaction object, so nothing outlives it and no app state is captured.
+ */
+const perTransaction = new WeakMap<Tx, Map<string, Promise<Array<{ id: string; events: string[] }>>>>();
+
+function subscriptions(trx: Tx, accountId: string): Promise<Array<{ id: string; events: string[] }>> {
+  let byAccount = perTransaction.get(trx);
+  if (!byAccount) perTransaction.set(trx, (byAccount = new Map()));
+  let hooks = byAccount.get(accountId);
+  if (!hooks) byAccount.set(accountId, (hooks = subscribedWebhooks(trx, accountId)));
+  return hooks;
+}
+
 export async function enqueueWebhookDeliveries(trx: Tx, event: RecordedEvent): Promise<void> {
   if (!PUBLIC_EVENTS.has(event.type)) return;
-  const hooks = await subscribedWebhooks(trx, event.accountId);
+  const hooks = await subscriptions(trx, event.accountId);
   const matching = hooks.filter((h) => subscribes(h.events, event.type)).map((h) => h.id);
   await insertDeliveries(trx, event, matching);
 }

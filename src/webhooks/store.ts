@@ -87,10 +87,16 @@ export async function getWebhook(db: Queryable, accountId: string, id: string): 
   return row && toWebhook(row);
 }
 
-/** For the dispatcher, which works across accounts. */
 export async function getWebhookById(db: Queryable, id: string): Promise<Webhook | undefined> {
   const row = await db<WebhookRow>('webhooks').where({ id }).first();
   return row && toWebhook(row);
+}
+
+/** For the dispatcher, which works across accounts. */
+export async function getWebhooksByIds(db: Queryable, ids: string[]): Promise<Map<string, Webhook>> {
+  if (!ids.length) return new Map();
+  const rows = await db<WebhookRow>('webhooks').whereIn('id', [...new Set(ids)]);
+  return new Map(rows.map((r) => [r.id, toWebhook(r)]));
 }
 
 export async function listWebhooks(db: Queryable, accountId: string, limit: number, cursor?: string): Promise<{ items: Webhook[]; total: number }> {
