@@ -220,7 +220,7 @@ export class WebhookDispatcher implements Worker {
     const { db, clock, config } = this.deps;
     const at = await nextDueAt(db);
     const poll = config.webhooks.pollIntervalMs;
-    // Due but unclaimed means every slot is busy: a finishing attempt wakes us; the poll is a safety net.
+    // Due but unclaimed: its webhook has used its share; a finishing attempt wakes us, the poll is a safety net.
     const delay = at === null || at <= clock.now() ? poll : Math.min(at - clock.now(), poll);
     this.timer = setTimeout(() => this.wake(), delay);
     this.timer.unref();
