@@ -7,6 +7,8 @@ import type { AppDeps } from './deps';
 import type { ApiRouter } from './http/api';
 import type { EventSink } from './events/record';
 import { registerAuthRoutes } from './auth/routes';
+import { registerDomainRoutes } from './domains/routes';
+import { createRecheckWorker } from './domains/worker';
 import { webhooksModule } from './webhooks';
 
 /** A background loop (MTA, webhook dispatcher, re-checks…). */
@@ -37,5 +39,6 @@ export interface Module {
 
 export const MODULES: Module[] = [
   { name: 'auth', routes: registerAuthRoutes },
+  { name: 'domains', routes: registerDomainRoutes, workers: (deps) => [createRecheckWorker(deps)] },
   webhooksModule,
 ];
