@@ -18,14 +18,14 @@ import { attemptDelivery, checkCaFile, eventBodies } from './attempt';
 import { claim, Delivery, dueCandidates, getDeliveries, leaseOwners, nextDueAt, releaseLease, releaseLeasesOf } from './deliveries';
 import { AttemptRecorder } from './recorder';
 import { createWebhookMetrics, WebhookMetrics } from './metrics';
-import { getWebhooksByIds, signingSecrets, Webhook } from './store';
+import { getSigningWebhooks, secretsKey, signingSecrets, SigningWebhook } from './store';
 
 type DispatcherDeps = Pick<AppDeps, 'config' | 'db' | 'clock' | 'log' | 'metrics' | 'signals'>;
 
 /** A claimed delivery with what its attempt needs, loaded for the whole batch at once. */
 interface Job {
   delivery: Delivery;
-  webhook: Webhook;
+  webhook: SigningWebhook;
   body: string;
 }
 
@@ -161,7 +161,7 @@ export class WebhookDispatcher implements Worker {
     const { db } = this.deps;
     const deliveries = await getDeliveries(db, ids);
     const [webhooks, bodies] = await Promise.all([
-      getWebhooksByIds(db, deliveries.map((d) => d.webhookId)),
+      getSigningWebhooks(db, secretsKey(this.deps.config.dataDir), deliveries.map((d) => d.webhookId)),
       eventBodies(db, deliveries.map((d) => d.eventId)),
     ]);
     const jobs: Job[] = [];

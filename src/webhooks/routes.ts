@@ -169,8 +169,7 @@ export function registerWebhookRoutes(api: ApiRouter, deps: AppDeps): void {
       },
     },
     async handler({ params, query, caller }) {
-      const webhook = await requireWebhook(deps, caller.accountId, params.id);
-      const r = await sendTestEvent(deps, webhook, query.event);
+      const r = await sendTestEvent(deps, caller.accountId, params.id, query.event);
       const body = { success: r.success, status_code: r.statusCode, latency_ms: r.latencyMs, ...(r.error ? { error: r.error } : {}), event_id: r.eventId };
       return { status: 200, body };
     },

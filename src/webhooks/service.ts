@@ -13,7 +13,7 @@ import { getDelivery, requeue, Delivery } from './deliveries';
 import type { SendOutcome } from './sender';
 import { generateSecret } from './signature';
 import { checkTarget } from './ssrf';
-import { deleteWebhook, getWebhook, insertWebhook, signingSecrets, updateWebhook, Webhook, WebhookChanges } from './store';
+import { deleteWebhook, getSigningWebhook, getWebhook, insertWebhook, secretsKey, signingSecrets, updateWebhook, Webhook, WebhookChanges } from './store';
 
 type Deps = Pick<AppDeps, 'config' | 'db' | 'clock' | 'signals'>;
 
@@ -35,7 +35,7 @@ async function validTargetUrl(deps: Deps, url: string): Promise<string> {
 export async function createWebhook(deps: Deps, accountId: string, input: { url: string; events: string[]; secret?: string }): Promise<{ webhook: Webhook; secret: string }> {
   const url = await validTargetUrl(deps, input.url);
   const secret = input.secret ?? generateSecret();
-  const webhook = await insertWebhook(deps.db, { accountId, url, events: normalizeEvents(input.events), secret }, deps.clock.now());
+  const webhook = await insertWebhook(deps.db, secretsKey(deps.config.dataDir), { accountId, url, events: normalizeEvents(input.events), secret }, deps.clock.now());
   return { webhook, secret };
 }
 
@@ -55,7 +55,7 @@ export interface WebhookPatch {
 
 /** Returns the new secret too when it was rotated (shown once). */
 export async function patchWebhook(deps: Deps, accountId: string, id: string, patch: WebhookPatch): Promise<{ webhook: Webhook; secret?: string }> {
-  const current = await requireWebhook(deps, accountId, id);
+  await requireWebhook(deps, accountId, id);
   if (patch.secret !== undefined && patch.rotate_secret) {
     throw unprocessable('conflicting_fields', 'give either secret or rotate_secret, not both', 'secret');
   }
@@ -65,7 +65,7 @@ export async function patchWebhook(deps: Deps, accountId: string, id: string, pa
   if (patch.events !== undefined) changes.events = normalizeEvents(patch.events);
   const newSecret = patch.rotate_secret ? generateSecret() : patch.secret;
   if (newSecret !== undefined) changes.rotate = { secret: newSecret, overlapUntil: now + ROTATION_OVERLAP_MS };
-  const webhook = await updateWebhook(deps.db, current, changes, now);
+  const webhook = await updateWebhook(deps.db, secretsKey(deps.config.dataDir), id, changes, now);
   // Re-enabling may make held deliveries due.
   if (patch.enabled) deps.signals.emit('webhooksChanged');
   return { webhook, ...(newSecret !== undefined ? { secret: newSecret } : {}) };
@@ -110,7 +110,9 @@ export function sampleData(type: EventType, now: number): Record<string, unknown
 }
 
 /** Sends a signed test envelope (`"test": true`) now and reports how the receiver answered. */
-export async function sendTestEvent(deps: Deps, webhook: Webhook, type: EventType): Promise<SendOutcome & { eventId: string }> {
+export async function sendTestEvent(deps: Deps, accountId: string, id: string, type: EventType): Promise<SendOutcome & { eventId: string }> {
+  const webhook = await getSigningWebhook(deps.db, secretsKey(deps.config.dataDir), accountId, id);
+  if (!webhook) throw notFound('webhook', 'id');
   const now = deps.clock.now();
   const eventId = newId('evt');
   const body = JSON.stringify({ id: eventId, event: type, timestamp: iso(now), data: sampleData(type, now), test: true });

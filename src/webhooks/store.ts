@@ -1,12 +1,15 @@
 /**
  * The webhooks table: repository functions mapping rows to Webhook values.
- * Secrets must stay recoverable (they sign), so they are stored as written
- * here through sealSecret/openSecret, the one place to change if they are
- * encrypted at rest.
+ * Signing secrets must stay recoverable (they sign every request), so they are
+ * sealed at rest with the appliance's secret box (AES-256-GCM under a key
+ * derived for this purpose from `<dataDir>/secret.key`), bound to the webhook's
+ * id. Reading a webhook never opens them; only the two places that sign (the
+ * dispatcher and the test endpoint) ask for a SigningWebhook.
  */
 import type { Queryable } from '../db';
 import { fromJson, toJson } from '../db';
 import { newId } from '../ids';
+import { deriveKey, loadOrCreateMasterKey, open, seal } from '../crypto/secret-box';
 
 export interface Webhook {
   id: string;
@@ -14,11 +17,14 @@ export interface Webhook {
   url: string;
   events: string[];
   enabled: boolean;
-  secret: string;
-  previousSecret: string | null;
   previousSecretExpiresAt: number | null;
   createdAt: number;
   updatedAt: number;
+}
+
+export interface SigningWebhook extends Webhook {
+  secret: string;
+  previousSecret: string | null;
 }
 
 interface WebhookRow {
@@ -34,8 +40,18 @@ interface WebhookRow {
   updated_at: number;
 }
 
-const sealSecret = (secret: string): string => secret;
-const openSecret = (stored: string): string => stored;
+const boxKeys = new Map<string, Buffer>();
+
+/** The key that seals webhook secrets, from the dataDir's master key. */
+export function secretsKey(dataDir: string): Buffer {
+  let key = boxKeys.get(dataDir);
+  if (!key) boxKeys.set(dataDir, (key = deriveKey(loadOrCreateMasterKey(dataDir), 'webhook-secrets')));
+  return key;
+}
+
+// Bound to the row, not the column: a rotation moves the sealed value from `secret` to `previous_secret` as is.
+const sealSecret = (key: Buffer, id: string, secret: string): string => seal(key, secret, `webhooks:${id}`);
+const openSecret = (key: Buffer, id: string, sealed: string): string => open(key, sealed, `webhooks:${id}`).toString('utf8');
 
 function toWebhook(r: WebhookRow): Webhook {
   return {
@@ -44,16 +60,22 @@ function toWebhook(r: WebhookRow): Webhook {
     url: r.url,
     events: fromJson<string[]>(r.events, []),
     enabled: Boolean(r.enabled),
-    secret: openSecret(r.secret),
-    previousSecret: r.previous_secret === null ? null : openSecret(r.previous_secret),
     previousSecretExpiresAt: r.previous_secret_expires_at === null ? null : Number(r.previous_secret_expires_at),
     createdAt: Number(r.created_at),
     updatedAt: Number(r.updated_at),
   };
 }
 
+function toSigning(r: WebhookRow, key: Buffer): SigningWebhook {
+  return {
+    ...toWebhook(r),
+    secret: openSecret(key, r.id, r.secret),
+    previousSecret: r.previous_secret === null ? null : openSecret(key, r.id, r.previous_secret),
+  };
+}
+
 /** Secrets that sign a request at `now`: the current one, then a rotated-out one still in its overlap. */
-export function signingSecrets(w: Webhook, now: number): string[] {
+export function signingSecrets(w: SigningWebhook, now: number): string[] {
   const overlap = w.previousSecret !== null && w.previousSecretExpiresAt !== null && now < w.previousSecretExpiresAt;
   return overlap ? [w.secret, w.previousSecret as string] : [w.secret];
 }
@@ -65,14 +87,15 @@ export interface NewWebhook {
   secret: string;
 }
 
-export async function insertWebhook(db: Queryable, input: NewWebhook, now: number): Promise<Webhook> {
+export async function insertWebhook(db: Queryable, key: Buffer, input: NewWebhook, now: number): Promise<Webhook> {
+  const id = newId('wh');
   const row: WebhookRow = {
-    id: newId('wh'),
+    id,
     account_id: input.accountId,
     url: input.url,
     events: toJson(input.events) as string,
     enabled: true,
-    secret: sealSecret(input.secret),
+    secret: sealSecret(key, id, input.secret),
     previous_secret: null,
     previous_secret_expires_at: null,
     created_at: now,
@@ -87,16 +110,16 @@ export async function getWebhook(db: Queryable, accountId: string, id: string): 
   return row && toWebhook(row);
 }
 
-export async function getWebhookById(db: Queryable, id: string): Promise<Webhook | undefined> {
-  const row = await db<WebhookRow>('webhooks').where({ id }).first();
-  return row && toWebhook(row);
+export async function getSigningWebhook(db: Queryable, key: Buffer, accountId: string, id: string): Promise<SigningWebhook | undefined> {
+  const row = await db<WebhookRow>('webhooks').where({ id, account_id: accountId }).first();
+  return row && toSigning(row, key);
 }
 
 /** For the dispatcher, which works across accounts. */
-export async function getWebhooksByIds(db: Queryable, ids: string[]): Promise<Map<string, Webhook>> {
+export async function getSigningWebhooks(db: Queryable, key: Buffer, ids: string[]): Promise<Map<string, SigningWebhook>> {
   if (!ids.length) return new Map();
   const rows = await db<WebhookRow>('webhooks').whereIn('id', [...new Set(ids)]);
-  return new Map(rows.map((r) => [r.id, toWebhook(r)]));
+  return new Map(rows.map((r) => [r.id, toSigning(r, key)]));
 }
 
 export async function listWebhooks(db: Queryable, accountId: string, limit: number, cursor?: string): Promise<{ items: Webhook[]; total: number }> {
@@ -116,18 +139,19 @@ export interface WebhookChanges {
   rotate?: { secret: string; overlapUntil: number };
 }
 
-export async function updateWebhook(db: Queryable, current: Webhook, changes: WebhookChanges, now: number): Promise<Webhook> {
-  const patch: Partial<WebhookRow> = { updated_at: now };
+export async function updateWebhook(db: Queryable, key: Buffer, id: string, changes: WebhookChanges, now: number): Promise<Webhook> {
+  const patch: Record<string, unknown> = { updated_at: now };
   if (changes.url !== undefined) patch.url = changes.url;
-  if (changes.events !== undefined) patch.events = toJson(changes.events) as string;
+  if (changes.events !== undefined) patch.events = toJson(changes.events);
   if (changes.enabled !== undefined) patch.enabled = changes.enabled;
   if (changes.rotate) {
-    patch.secret = sealSecret(changes.rotate.secret);
-    patch.previous_secret = sealSecret(current.secret);
+    // SET reads the old row on the right-hand side: the current secret becomes the previous one.
+    patch.previous_secret = db.ref('secret');
+    patch.secret = sealSecret(key, id, changes.rotate.secret);
     patch.previous_secret_expires_at = changes.rotate.overlapUntil;
   }
-  await db('webhooks').where({ id: current.id }).update(patch);
-  return (await getWebhookById(db, current.id)) as Webhook;
+  await db('webhooks').where({ id }).update(patch);
+  return toWebhook((await db<WebhookRow>('webhooks').where({ id }).first()) as WebhookRow);
 }
 
 /** Deleting cascades to the webhook's deliveries and their attempts: pending ones are dropped. */

@@ -62,6 +62,9 @@ describe('webhook API', () => {
       assert.doesNotMatch(page1.text + page2.text, /secret"|whsec_|my-own-secret/);
       assert.doesNotMatch((await app.api.get(`/v1/webhooks/${all.id}`)).text, /whsec_|my-own-secret/);
       assert.doesNotMatch(app.logs.join('\n'), /whsec_|my-own-secret/);
+      const rows = await app.db('webhooks');
+      assert.doesNotMatch(JSON.stringify(rows), /whsec_|my-own-secret/, 'secrets are sealed at rest');
+      assert.ok(rows.every((r: { secret: string }) => r.secret.startsWith('v1.')));
     } finally {
       await app.stop();
     }
