@@ -39,7 +39,7 @@ async function sinkCost(webhooks: number): Promise<number> {
   return withApp({ webhooks: { pollIntervalMs: 3_600_000 } }, async (app, accountId) => {
     for (let i = 0; i < webhooks; i++) await app.db('webhooks').insert({ id: newId('wh'), account_id: accountId, url: 'http://127.0.0.1:9/', events: '["*"]', enabled: false, secret: 's'.repeat(20), created_at: 0, updated_at: 0 });
     await app.db('webhooks').update({ enabled: true });
-    await app.workers[0].stop(); // measure the write path alone
+    await app.workers.find((w) => w.name === 'webhooks')?.stop(); // measure the write path alone
     const n = 5000;
     const t = performance.now();
     await record(app, accountId, n);
@@ -66,7 +66,7 @@ async function drainRate(n: number, concurrency: number): Promise<{ perSecond: n
 
 async function claimPassWithDeadBacklog(backlog: number): Promise<number> {
   return withApp({ webhooks: { pollIntervalMs: 3_600_000 } }, async (app, accountId) => {
-    await app.workers[0].stop();
+    await app.workers.find((w) => w.name === 'webhooks')?.stop();
     await app.api.post('/v1/webhooks', { url: 'http://127.0.0.1:9/dead', events: ['*'] });
     for (let i = 0; i < 20; i++) await app.api.post('/v1/webhooks', { url: 'http://127.0.0.1:9/other', events: ['message.bounced'] });
     await record(app, accountId, backlog, 500);

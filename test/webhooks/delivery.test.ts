@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { FakeClock } from '../../src/clock';
 import { startWebhookReceiver } from '../support/webhook-receiver';
-import { createWebhook, HOUR, recordMessageEvent, startWebhookApp, verifyIndependently } from './helpers';
+import { createWebhook, dispatch, HOUR, recordMessageEvent, startWebhookApp, verifyIndependently } from './helpers';
 
 describe('webhook delivery', () => {
   it('signs every request so the receiver can verify it with the secret alone, over HTTPS', async () => {
@@ -64,7 +64,7 @@ describe('webhook delivery', () => {
         fields: { type: 'hard', code: 550, enhanced_code: '5.1.1', diagnostic: '550 5.1.1 user unknown', category: 'invalid_recipient' },
       });
       await everything.waitFor(7);
-      await app.workers.find((w) => w.name === 'webhooks')?.runOnce?.();
+      await dispatch(app);
       assert.equal(bouncesOnly.requests.length, 1);
       assert.equal(bouncesOnly.requests[0].headers['service-event-id'], bounce.id);
       assert.deepEqual(
@@ -88,7 +88,7 @@ describe('webhook delivery', () => {
 
       assert.equal((await app.api.patch(`/v1/webhooks/${hook.id}`, { enabled: false })).status, 200);
       await recordMessageEvent(app, { type: 'message.queued' });
-      await app.workers[0].runOnce?.();
+      await dispatch(app);
       assert.equal(receiver.requests.length, 1);
       assert.equal((await app.api.get(`/v1/webhooks/${hook.id}/deliveries`)).body.pagination.total, 1);
     } finally {

@@ -8,7 +8,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { AppOptions } from '../../src/app';
+import type { AppOptions, Worker } from '../../src/app';
 import type { ConfigInput } from '../../src/config';
 import { iso } from '../../src/clock';
 import { newId } from '../../src/ids';
@@ -74,6 +74,16 @@ export function verifyIndependently(header: string | undefined, body: Buffer, se
   const expected = mac.digest('hex');
   return { t, v1, valid: v1.includes(expected) };
 }
+
+/** The webhook dispatcher of an app (other modules add workers too). */
+export function dispatcher(app: TestApp): Worker {
+  const worker = app.workers.find((w) => w.name === 'webhooks');
+  if (!worker?.runOnce) throw new Error('no webhooks worker');
+  return worker;
+}
+
+/** Sends everything due at the fake clock's now and waits for it. */
+export const dispatch = (app: TestApp): Promise<void> => dispatcher(app).runOnce!();
 
 export const MINUTE = 60_000;
 export const HOUR = 60 * MINUTE;

@@ -4,9 +4,8 @@ import assert from 'node:assert/strict';
 import { FakeClock } from '../../src/clock';
 import type { TestApp } from '../support/app';
 import { startWebhookReceiver } from '../support/webhook-receiver';
-import { createWebhook, HOUR, MINUTE, recordMessageEvent, startWebhookApp } from './helpers';
+import { createWebhook, dispatch, HOUR, MINUTE, recordMessageEvent, startWebhookApp } from './helpers';
 
-const dispatch = (app: TestApp) => app.workers.find((w) => w.name === 'webhooks')!.runOnce!();
 
 async function deliveryOf(app: TestApp, webhookId: string) {
   const res = await app.api.get(`/v1/webhooks/${webhookId}/deliveries`);

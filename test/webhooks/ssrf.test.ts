@@ -5,7 +5,7 @@ import { FakeClock } from '../../src/clock';
 import { isPublicAddress } from '../../src/webhooks/ssrf';
 import { startDnsServer } from '../support/dns-server';
 import { startWebhookReceiver } from '../support/webhook-receiver';
-import { createWebhook, recordMessageEvent, startWebhookApp } from './helpers';
+import { createWebhook, dispatch, recordMessageEvent, startWebhookApp } from './helpers';
 
 const guarded = (dnsAddress: string) => ({ webhooks: { allowPrivateTargets: false, allowHttp: false }, dns: { servers: [dnsAddress] } });
 
@@ -58,7 +58,7 @@ describe('webhook SSRF guard', () => {
       const hook = await createWebhook(app, { url: `https://hooks.customer.test:${receiver.port}/webhook`, events: ['*'] });
       dns.set('hooks.customer.test', [{ type: 'A', data: '127.0.0.1' }]);
       await recordMessageEvent(app, { type: 'message.delivered' });
-      await app.workers[0].runOnce?.();
+      await dispatch(app);
       assert.equal(receiver.requests.length, 0);
       const d = (await app.api.get(`/v1/webhooks/${hook.id}/deliveries`)).body.data[0];
       assert.equal(d.status, 'pending', 'retried later, in case the name points back to a public address');
