@@ -48,46 +48,51 @@ function describeError(err: NodeJS.ErrnoException): string {
   return err.code ? `${err.code}: ${err.message}` : err.message;
 }
 
+function requestOptions(req: SendRequest): https.RequestOptions {
+  const { target } = req;
+  const isHttps = target.url.protocol === 'https:';
+  return {
+    protocol: target.url.protocol,
+    host: target.host,
+    port: target.url.port || (isHttps ? 443 : 80),
+    path: target.url.pathname + target.url.search,
+    method: 'POST',
+    headers: { ...req.headers, 'Content-Length': String(Buffer.byteLength(req.body)), Connection: 'close' },
+    lookup: pinnedLookup(target.address, target.family),
+    agent: false,
+    // SNI carries names only (RFC 6066); the certificate is still checked against the URL's host.
+    ...(isHttps && !net.isIP(target.host) ? { servername: target.host } : {}),
+    ...(isHttps && req.ca?.length ? { ca: req.ca } : {}),
+  };
+}
+
 export function postWebhook(req: SendRequest): Promise<SendOutcome> {
-  const { target, timeoutMs } = req;
   const started = process.hrtime.bigint();
   const elapsed = () => Number((process.hrtime.bigint() - started) / 1_000_000n);
-  const isHttps = target.url.protocol === 'https:';
-  const client = isHttps ? https : http;
+  const client = req.target.url.protocol === 'https:' ? https : http;
   return new Promise<SendOutcome>((resolve) => {
     let statusCode: number | null = null;
     const chunks: Buffer[] = [];
     let size = 0;
     let settled = false;
+    let request: http.ClientRequest | undefined;
+    let timer: NodeJS.Timeout | undefined;
     const finish = (error: string | null, aborted = false) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
-      request.destroy();
+      request?.destroy();
       const ok = !aborted && error === null && statusCode !== null && statusCode >= 200 && statusCode < 300;
-      resolve({
-        success: ok,
-        statusCode,
-        latencyMs: elapsed(),
-        responseBody: chunks.length ? Buffer.concat(chunks).subarray(0, RESPONSE_BODY_LIMIT).toString('utf8') : statusCode === null ? null : '',
-        error: error ?? (ok ? null : statusError(statusCode)),
-        aborted,
-      });
+      const body = chunks.length ? Buffer.concat(chunks).subarray(0, RESPONSE_BODY_LIMIT).toString('utf8') : null;
+      resolve({ success: ok, statusCode, latencyMs: elapsed(), responseBody: body ?? (statusCode === null ? null : ''),
+        error: error ?? (ok ? null : statusError(statusCode)), aborted });
     };
-    const request = client.request({
-      protocol: target.url.protocol,
-      host: target.host,
-      port: target.url.port || (isHttps ? 443 : 80),
-      path: target.url.pathname + target.url.search,
-      method: 'POST',
-      headers: { ...req.headers, 'Content-Length': String(Buffer.byteLength(req.body)), Connection: 'close' },
-      lookup: pinnedLookup(target.address, target.family),
-      agent: false,
-      // SNI carries names only (RFC 6066); the certificate is still checked against the URL's host.
-      ...(isHttps && !net.isIP(target.host) ? { servername: target.host } : {}),
-      ...(isHttps && req.ca?.length ? { ca: req.ca } : {}),
-    });
-    const timer = setTimeout(() => finish(statusCode === null ? `timed out after ${timeoutMs} ms` : null), timeoutMs);
+    try {
+      request = client.request(requestOptions(req));
+    } catch (err) {
+      return finish(`invalid request: ${(err as Error).message}`); // e.g. a header node refuses
+    }
+    timer = setTimeout(() => finish(statusCode === null ? `timed out after ${req.timeoutMs} ms` : null), req.timeoutMs);
     request.on('response', (res) => {
       statusCode = res.statusCode ?? null;
       res.on('data', (chunk: Buffer) => {
@@ -99,10 +104,8 @@ export function postWebhook(req: SendRequest): Promise<SendOutcome> {
       res.on('error', () => finish(null)); // the status is what counts once it arrived
     });
     request.on('error', (err: NodeJS.ErrnoException) => finish(statusCode === null ? describeError(err) : null));
-    if (req.signal) {
-      if (req.signal.aborted) return finish('aborted', true);
-      req.signal.addEventListener('abort', () => finish('aborted', true), { once: true });
-    }
+    if (req.signal?.aborted) return finish('aborted', true);
+    req.signal?.addEventListener('abort', () => finish('aborted', true), { once: true });
     request.end(req.body);
   });
 }

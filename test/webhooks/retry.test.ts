@@ -2,7 +2,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { FakeClock } from '../../src/clock';
-import type { TestApp } from '../support/app';
+import { startTestApp, type TestApp } from '../support/app';
 import { startWebhookReceiver } from '../support/webhook-receiver';
 import { createWebhook, dispatch, HOUR, MINUTE, recordMessageEvent, startWebhookApp } from './helpers';
 
@@ -137,6 +137,24 @@ describe('webhook retries', () => {
       assert.match(text, /^pigeon_webhook_oldest_pending_age_seconds 90$/m);
       assert.match(text, /^pigeon_webhook_attempts_total\{result="retrying",attempt="1"\} 1$/m);
     } finally {
+      await app.stop();
+    }
+  });
+
+  it('counts a certificate it cannot trust as a failure', async () => {
+    const clock = new FakeClock();
+    const app = await startTestApp({}, { clock }); // without webhooks.tlsCaFile: the test certificate is unknown
+    const receiver = await startWebhookReceiver({ https: true });
+    try {
+      const hook = await createWebhook(app, { url: receiver.url, events: ['*'] });
+      await recordMessageEvent(app, { type: 'message.sent' });
+      await dispatch(app);
+      assert.equal(receiver.requests.length, 0, 'nothing was sent over the untrusted connection');
+      const d = await deliveryOf(app, hook.id);
+      assert.match(d.last_error, /^TLS error: /);
+      assert.equal(d.status, 'pending');
+    } finally {
+      await receiver.close();
       await app.stop();
     }
   });
