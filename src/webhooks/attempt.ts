@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import tls from 'node:tls';
 import type { Config } from '../config';
-import type { Queryable } from '../db';
+import type { Mode } from '../auth/scopes';
 import { fromJson } from '../db';
 import { envelope } from '../events/record';
 import { postWebhook, SendOutcome } from './sender';
@@ -80,20 +80,18 @@ export async function attemptDelivery(config: AttemptConfig, input: AttemptInput
 }
 
 /**
- * The bodies of events' webhook requests: each envelope as JSON. Rebuilt from
- * the events rows at every attempt; JSON text → parse → stringify gives the
+ * The body of an event's webhook request: its envelope as JSON, rebuilt from
+ * the events row at every attempt. JSON text → parse → stringify gives the
  * same bytes, so every attempt carries exactly what the first one did.
  */
-export async function eventBodies(db: Queryable, eventIds: string[]): Promise<Map<string, string>> {
-  if (!eventIds.length) return new Map();
-  const rows = await db('events').whereIn('id', [...new Set(eventIds)]);
-  return new Map(rows.map((row) => [row.id as string, JSON.stringify(envelope({
-    id: row.id as string,
-    accountId: row.account_id as string,
-    mode: row.mode,
-    type: row.type as string,
-    messageId: row.message_id as string | null,
+export function eventBody(row: { id: string; account_id: string; mode: string; type: string; message_id: string | null; data: string; created_at: number }): string {
+  return JSON.stringify(envelope({
+    id: row.id,
+    accountId: row.account_id,
+    mode: row.mode as Mode,
+    type: row.type,
+    messageId: row.message_id,
     data: fromJson<Record<string, unknown>>(row.data, {}),
     at: Number(row.created_at),
-  }))]));
+  }));
 }

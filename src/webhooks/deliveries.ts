@@ -32,7 +32,7 @@ export interface Delivery {
   completedAt: number | null;
 }
 
-interface DeliveryRow {
+export interface DeliveryRow {
   id: string;
   webhook_id: string;
   account_id: string;
@@ -63,7 +63,7 @@ export interface Attempt {
 
 const num = (v: number | null): number | null => (v === null ? null : Number(v));
 
-function toDelivery(r: DeliveryRow): Delivery {
+export function toDelivery(r: DeliveryRow): Delivery {
   return {
     id: r.id,
     webhookId: r.webhook_id,
@@ -107,10 +107,6 @@ export async function getDelivery(db: Queryable, id: string): Promise<Delivery |
   return row && toDelivery(row);
 }
 
-export async function getDeliveries(db: Queryable, ids: string[]): Promise<Delivery[]> {
-  if (!ids.length) return [];
-  return (await db<DeliveryRow>('webhook_deliveries').whereIn('id', ids)).map(toDelivery);
-}
 
 /** A row is claimable when it is due and no live lease holds it. */
 const claimable = (now: number) => (q: import('knex').Knex.QueryBuilder) =>

@@ -14,20 +14,14 @@ import os from 'node:os';
 import crypto from 'node:crypto';
 import type { AppDeps } from '../deps';
 import type { Worker } from '../modules';
-import { attemptDelivery, checkCaFile, eventBodies } from './attempt';
-import { claim, Delivery, dueCandidates, getDeliveries, leaseOwners, nextDueAt, releaseLease, releaseLeasesOf } from './deliveries';
+import { attemptDelivery, checkCaFile } from './attempt';
+import { claim, dueCandidates, leaseOwners, nextDueAt, releaseLease, releaseLeasesOf } from './deliveries';
 import { AttemptRecorder } from './recorder';
 import { createWebhookMetrics, WebhookMetrics } from './metrics';
-import { getSigningWebhooks, secretsKey, signingSecrets, SigningWebhook } from './store';
+import { Job, loadJobs } from './jobs';
+import { secretsKey, signingSecrets } from './store';
 
 type DispatcherDeps = Pick<AppDeps, 'config' | 'db' | 'clock' | 'log' | 'metrics' | 'signals'>;
-
-/** A claimed delivery with what its attempt needs, loaded for the whole batch at once. */
-interface Job {
-  delivery: Delivery;
-  webhook: SigningWebhook;
-  body: string;
-}
 
 interface InFlight {
   webhookId: string;
@@ -158,20 +152,10 @@ export class WebhookDispatcher implements Worker {
 
   /** Rows deleted since the claim (with their webhook) are simply gone; a paused webhook's rows go back. */
   private async load(ids: string[]): Promise<Job[]> {
-    const { db } = this.deps;
-    const deliveries = await getDeliveries(db, ids);
-    const [webhooks, bodies] = await Promise.all([
-      getSigningWebhooks(db, secretsKey(this.deps.config.dataDir), deliveries.map((d) => d.webhookId)),
-      eventBodies(db, deliveries.map((d) => d.eventId)),
-    ]);
-    const jobs: Job[] = [];
-    for (const delivery of deliveries) {
-      const webhook = webhooks.get(delivery.webhookId);
-      const body = bodies.get(delivery.eventId);
-      if (webhook?.enabled && body !== undefined) jobs.push({ delivery, webhook, body });
-      else await releaseLease(db, delivery.id, this.owner);
-    }
-    return jobs;
+    const { db, config } = this.deps;
+    const jobs = await loadJobs(db, secretsKey(config.dataDir), ids);
+    for (const job of jobs.filter((j) => !j.webhook.enabled)) await releaseLease(db, job.delivery.id, this.owner);
+    return jobs.filter((j) => j.webhook.enabled);
   }
 
   private launch(job: Job): void {

@@ -27,7 +27,7 @@ export interface SigningWebhook extends Webhook {
   previousSecret: string | null;
 }
 
-interface WebhookRow {
+export interface WebhookRow {
   id: string;
   account_id: string;
   url: string;
@@ -66,7 +66,7 @@ function toWebhook(r: WebhookRow): Webhook {
   };
 }
 
-function toSigning(r: WebhookRow, key: Buffer): SigningWebhook {
+export function toSigning(r: WebhookRow, key: Buffer): SigningWebhook {
   return {
     ...toWebhook(r),
     secret: openSecret(key, r.id, r.secret),
@@ -113,13 +113,6 @@ export async function getWebhook(db: Queryable, accountId: string, id: string): 
 export async function getSigningWebhook(db: Queryable, key: Buffer, accountId: string, id: string): Promise<SigningWebhook | undefined> {
   const row = await db<WebhookRow>('webhooks').where({ id, account_id: accountId }).first();
   return row && toSigning(row, key);
-}
-
-/** For the dispatcher, which works across accounts. */
-export async function getSigningWebhooks(db: Queryable, key: Buffer, ids: string[]): Promise<Map<string, SigningWebhook>> {
-  if (!ids.length) return new Map();
-  const rows = await db<WebhookRow>('webhooks').whereIn('id', [...new Set(ids)]);
-  return new Map(rows.map((r) => [r.id, toSigning(r, key)]));
 }
 
 export async function listWebhooks(db: Queryable, accountId: string, limit: number, cursor?: string): Promise<{ items: Webhook[]; total: number }> {
