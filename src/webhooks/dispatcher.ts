@@ -2,8 +2,9 @@
  * The webhook dispatcher: the last stage of the event fan-out. It claims due
  * delivery rows with a lease, sends each (attempt.ts) and records the outcome
  * (deliveries.ts), which also schedules the retry. It is woken by the
- * `webhooksChanged` signal and by a timer set for the next row that becomes
- * due (at most `pollIntervalMs` away), never by busy polling.
+ * `webhooksChanged` signal, by the commit of new delivery rows (sink.ts) and
+ * by a timer set for the next row that becomes due (at most `pollIntervalMs`
+ * away), never by busy polling.
  *
  * Fairness: at most `concurrency` requests in flight overall and
  * `perWebhookConcurrency` per webhook, and the claim query takes a few rows of
@@ -19,6 +20,7 @@ import { claim, dueCandidates, leaseOwners, nextDueAt, releaseLease, releaseLeas
 import { AttemptRecorder } from './recorder';
 import { createWebhookMetrics, WebhookMetrics } from './metrics';
 import { Job, loadJobs } from './jobs';
+import { onDeliveriesCommitted } from './sink';
 import { secretsKey, signingSecrets } from './store';
 
 type DispatcherDeps = Pick<AppDeps, 'config' | 'db' | 'clock' | 'log' | 'metrics' | 'signals'>;
@@ -70,7 +72,12 @@ export class WebhookDispatcher implements Worker {
 
   start(): void {
     this.running = true;
-    this.unsubscribe = this.deps.signals.on('webhooksChanged', () => this.wake());
+    const offSignal = this.deps.signals.on('webhooksChanged', () => this.wake());
+    const offCommit = onDeliveriesCommitted(() => this.wake());
+    this.unsubscribe = () => {
+      offSignal();
+      offCommit();
+    };
     this.serialize(() => this.releaseDeadLeases());
     this.wake();
   }

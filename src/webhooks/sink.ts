@@ -3,7 +3,7 @@
  * inside the caller's transaction, so a delivery row exists exactly when its
  * event does. It is registered process-wide, hence a pure function of
  * (trx, event): no captured app state. The caller emits `webhooksChanged`
- * after its commit and the dispatcher sends at once.
+ * after its commit and the dispatcher sends at once (see wakeAfterCommit).
  */
 import type { Tx } from '../db';
 import type { RecordedEvent } from '../events/record';
@@ -39,4 +39,28 @@ export async function enqueueWebhookDeliveries(trx: Tx, event: RecordedEvent): P
   const hooks = await subscriptions(trx, event.accountId);
   const matching = hooks.filter((h) => subscribes(h.events, event.type)).map((h) => h.id);
   await insertDeliveries(trx, event, matching);
+  if (matching.length) wakeAfterCommit(trx);
+}
+
+/**
+ * A safety net under the `webhooksChanged` signal callers emit after their
+ * commit: when this transaction commits with new delivery rows, running
+ * dispatchers (any app in this process; an extra look costs two queries) are
+ * woken too, so a stage that forgets the signal delays nothing.
+ */
+const committedListeners = new Set<() => void>();
+const armed = new WeakSet<Tx>();
+
+export function onDeliveriesCommitted(listener: () => void): () => void {
+  committedListeners.add(listener);
+  return () => committedListeners.delete(listener);
+}
+
+function wakeAfterCommit(trx: Tx): void {
+  if (armed.has(trx)) return;
+  armed.add(trx);
+  trx.executionPromise.then(
+    () => committedListeners.forEach((listener) => listener()),
+    () => undefined, // rolled back: the rows are gone with it
+  );
 }

@@ -2,6 +2,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { FakeClock } from '../../src/clock';
+import { recordEvent } from '../../src/events/record';
 import { startWebhookReceiver } from '../support/webhook-receiver';
 import { createWebhook, dispatch, HOUR, recordMessageEvent, startWebhookApp, verifyIndependently } from './helpers';
 
@@ -91,6 +92,25 @@ describe('webhook delivery', () => {
       await dispatch(app);
       assert.equal(receiver.requests.length, 1);
       assert.equal((await app.api.get(`/v1/webhooks/${hook.id}/deliveries`)).body.pagination.total, 1);
+    } finally {
+      await receiver.close();
+      await app.stop();
+    }
+  });
+
+  it('sends at once even when the recording stage forgets the webhooksChanged signal', async () => {
+    const app = await startWebhookApp({ webhooks: { pollIntervalMs: 600_000 } });
+    const receiver = await startWebhookReceiver();
+    try {
+      await createWebhook(app, { url: receiver.url, events: ['message.complained'] });
+      const accountId = (await app.api.get('/v1/account')).body.id as string;
+      const event = await app.db.transaction((trx) => recordEvent(trx, {
+        accountId, mode: 'live', type: 'message.complained', messageId: 'msg_x',
+        data: { message_id: 'msg_x', to: 'ada@example.org', from: 'billing@shop.example', complained_at: new Date().toISOString(), feedback_type: 'abuse' },
+        at: app.deps.clock.now(),
+      }));
+      const [req] = await receiver.waitFor(1);
+      assert.equal(req.headers['service-event-id'], event.id);
     } finally {
       await receiver.close();
       await app.stop();
