@@ -186,6 +186,8 @@ export interface AttemptRecord {
   delivery: Delivery;
   owner: string;
   attempt: Omit<Attempt, 'attempt'>;
+  /** when the answer (or the failure) came: retries count from here */
+  finishedAt: number;
 }
 
 /**
@@ -202,9 +204,9 @@ export async function recordAttempts(db: Queryable, records: AttemptRecord[]): P
   });
 }
 
-async function recordOne(trx: Queryable, { delivery: d, owner, attempt: a }: AttemptRecord): Promise<{ result: AttemptResult; attempt: number } | null> {
+async function recordOne(trx: Queryable, { delivery: d, owner, attempt: a, finishedAt }: AttemptRecord): Promise<{ result: AttemptResult; attempt: number } | null> {
   const attempt = d.attempts + 1;
-  const next = a.success ? null : nextAttemptAfterFailure(attempt - d.cycleStart, a.attemptedAt);
+  const next = a.success ? null : nextAttemptAfterFailure(attempt - d.cycleStart, finishedAt);
   const result: AttemptResult = a.success ? 'succeeded' : next === null ? 'failed' : 'retrying';
   const n = await trx('webhook_deliveries').where({ id: d.id, lease_owner: owner }).update({
     status: result === 'retrying' ? 'pending' : result,
@@ -214,8 +216,8 @@ async function recordOne(trx: Queryable, { delivery: d, owner, attempt: a }: Att
     lease_expires_at: null,
     last_status_code: a.statusCode,
     last_error: a.error,
-    updated_at: a.attemptedAt,
-    completed_at: result === 'retrying' ? null : a.attemptedAt,
+    updated_at: finishedAt,
+    completed_at: result === 'retrying' ? null : finishedAt,
   });
   if (!n) return null;
   await trx('webhook_attempts').insert({

@@ -185,17 +185,19 @@ export class WebhookDispatcher implements Worker {
   private async send({ delivery, webhook, body }: Job, signal: AbortSignal): Promise<void> {
     const { config, db, clock, log } = this.deps;
     const attempt = delivery.attempts + 1;
+    const startedAt = clock.now();
     const outcome = await attemptDelivery(config, {
-      url: webhook.url, secrets: signingSecrets(webhook, clock.now()), eventId: delivery.eventId, body, attempt, now: clock.now(), signal,
+      url: webhook.url, secrets: signingSecrets(webhook, startedAt), eventId: delivery.eventId, body, attempt, now: startedAt, signal,
     });
     if (outcome.aborted) return releaseLease(db, delivery.id, this.owner);
     const recorded = await this.recorder.record({
       delivery,
       owner: this.owner,
       attempt: {
-        attemptedAt: clock.now(), success: outcome.success, statusCode: outcome.statusCode,
+        attemptedAt: startedAt, success: outcome.success, statusCode: outcome.statusCode,
         latencyMs: outcome.latencyMs, responseBody: outcome.responseBody, error: outcome.error,
       },
+      finishedAt: clock.now(),
     });
     if (!recorded) return; // deleted with its webhook meanwhile
     this.metrics.observe(recorded.result, attempt, outcome.latencyMs);
