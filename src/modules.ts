@@ -7,6 +7,7 @@ import type { AppDeps } from './deps';
 import type { ApiRouter } from './http/api';
 import type { EventSink } from './events/record';
 import { registerAuthRoutes } from './auth/routes';
+import { registerMessageRoutes } from './messages';
 import { registerDomainRoutes } from './domains/routes';
 import { createRecheckWorker } from './domains/worker';
 import { webhooksModule } from './webhooks';
@@ -39,6 +40,7 @@ export interface Module {
 
 export const MODULES: Module[] = [
   { name: 'auth', routes: registerAuthRoutes },
+  { name: 'messages', routes: registerMessageRoutes },
   { name: 'domains', routes: registerDomainRoutes, workers: (deps) => [createRecheckWorker(deps)] },
   webhooksModule,
 ];
