@@ -7,8 +7,10 @@ import type { AppDeps } from './deps';
 import type { ApiRouter } from './http/api';
 import type { EventSink } from './events/record';
 import { registerAuthRoutes } from './auth/routes';
+import { registerMessageRoutes } from './messages';
 import { registerDomainRoutes } from './domains/routes';
 import { createRecheckWorker } from './domains/worker';
+import { webhooksModule } from './webhooks';
 import { registerTrackingRoutes } from './tracking/routes';
 import { registerAnalyticsRoutes } from './analytics/routes';
 import { applyRollup } from './analytics/rollup';
@@ -42,7 +44,9 @@ export interface Module {
 
 export const MODULES: Module[] = [
   { name: 'auth', routes: registerAuthRoutes },
+  { name: 'messages', routes: registerMessageRoutes },
   { name: 'domains', routes: registerDomainRoutes, workers: (deps) => [createRecheckWorker(deps)] },
+  webhooksModule,
   { name: 'tracking', routes: registerTrackingRoutes },
   { name: 'analytics', routes: registerAnalyticsRoutes, eventSinks: [applyRollup] },
   { name: 'suppressions', routes: registerSuppressionRoutes },
