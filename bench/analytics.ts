@@ -1,7 +1,7 @@
 /*
  * Analytics and suppression benchmark.
  *
- *   node dist/bench/analytics.js [--messages 1000000] [--days 365] [--suppressions 1000000] [--runs 15] [--rebuild] [--data DIR]
+ *   node dist/bench/run.js analytics [--messages 1000000] [--days 365] [--suppressions 1000000] [--runs 15] [--rebuild] [--data DIR]
  *
  * 1. Seeds N messages over D days with their events and rollups straight into
  *    the database (analytics-seed.ts). Reports seeding time.
@@ -34,15 +34,19 @@ interface Options {
   data?: string;
 }
 
+/** `--name value` or `--name=value`. */
+export function argValue(argv: string[], name: string): string | undefined {
+  const i = argv.indexOf(`--${name}`);
+  if (i >= 0) return argv[i + 1];
+  return argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+}
+
 function options(argv: string[]): Options {
-  const get = (name: string, fallback: number) => {
-    const i = argv.indexOf(`--${name}`);
-    return i >= 0 ? Number(argv[i + 1]) : fallback;
-  };
-  const data = argv.indexOf('--data');
+  const num = (name: string, fallback: number) => Number(argValue(argv, name) ?? fallback);
+  const data = argValue(argv, 'data');
   return {
-    messages: get('messages', 1_000_000), days: get('days', 365), suppressions: get('suppressions', 1_000_000), runs: get('runs', 15),
-    rebuild: argv.includes('--rebuild'), data: data >= 0 ? path.resolve(argv[data + 1]) : undefined,
+    messages: num('messages', 1_000_000), days: num('days', 365), suppressions: num('suppressions', 1_000_000), runs: num('runs', 15),
+    rebuild: argv.includes('--rebuild'), data: data ? path.resolve(data) : undefined,
   };
 }
 
@@ -126,8 +130,9 @@ async function seeded(app: App, opts: Options): Promise<SeedStats> {
   return s;
 }
 
-async function main(): Promise<void> {
-  const opts = options(process.argv.slice(2));
+/** Entry of `npm run bench analytics [--options]`. */
+export async function run(args: string[]): Promise<void> {
+  const opts = options(args);
   const dir = opts.data ?? fs.mkdtempSync(path.join(os.tmpdir(), 'pigeon-bench-'));
   fs.mkdirSync(dir, { recursive: true });
   const app = await createApp({
@@ -160,7 +165,9 @@ async function newKey(app: App, mode: 'test' | 'live', scopes: Scope[]): Promise
   return (await createKey(app.db, { accountId: account, name: `bench ${mode}`, mode, scopes }, Date.now())).secret;
 }
 
-main().catch((err) => {
-  console.error(err);
-  process.exit(1);
-});
+if (require.main === module) {
+  run(process.argv.slice(2)).catch((err) => {
+    console.error(err);
+    process.exit(1);
+  });
+}

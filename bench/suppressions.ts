@@ -3,13 +3,14 @@
  * rows) streamed from disk through POST /v1/suppressions/upload; reports time
  * and peak RSS (server and client share the process, so RSS covers both).
  *
- *   node --expose-gc dist/bench/suppressions.js [--rows 1000000]
+ *   node --expose-gc dist/bench/run.js suppression-upload [--rows 1000000]
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { createApp, App } from '../src/app';
+import { argValue } from './analytics';
 
 export async function suppressionUpload(app: App, key: string, rows: number, dir: string): Promise<void> {
   const file = path.join(dir, 'suppressions.csv');
@@ -41,9 +42,9 @@ export async function suppressionUpload(app: App, key: string, rows: number, dir
   console.log(`RSS: ${(baseline / 2 ** 20).toFixed(0)} MiB before, peak ${(peak / 2 ** 20).toFixed(0)} MiB during (+${((peak - baseline) / 2 ** 20).toFixed(0)} MiB; server and client in one process)`);
 }
 
-async function main(): Promise<void> {
-  const i = process.argv.indexOf('--rows');
-  const rows = i >= 0 ? Number(process.argv[i + 1]) : 1_000_000;
+/** Entry of `npm run bench suppression-upload [--rows N]`. */
+export async function run(args: string[]): Promise<void> {
+  const rows = Number(argValue(args, 'rows') ?? 1_000_000);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pigeon-bench-'));
   const app = await createApp({
     dataDir: dir, log: { level: 'warn' }, http: { port: 0 }, smtp: { submission: { port: 0 }, inbound: { port: 0 } },
@@ -58,7 +59,7 @@ async function main(): Promise<void> {
 }
 
 if (require.main === module) {
-  main().catch((err) => {
+  run(process.argv.slice(2)).catch((err) => {
     console.error(err);
     process.exit(1);
   });
