@@ -118,8 +118,8 @@ export const configSchema = z.strictObject({
       .describe('Click tracking (rewritten links) for sends that do not set track_clicks.'),
   }).prefault({}).describe('Open and click tracking (links point at http.publicUrl).'),
   suppressions: z.strictObject({
-    uploadMaxBytes: z.number().int().positive().default(100 * 1024 * 1024)
-      .describe('Largest suppression CSV accepted by POST /v1/suppressions/upload (413 above it).'),
+    uploadMaxBytes: z.number().int().positive().default(64 * 1024 * 1024)
+      .describe('Largest suppression CSV accepted by POST /v1/suppressions/upload (413 above it). An upload holds the database writer while it runs (about 20 s per million rows).'),
   }).prefault({}).describe('Suppression list.'),
   limits: z.strictObject({
     maxRecipients: z.number().int().min(1).max(1000).default(50).describe('Recipients (to+cc+bcc) per send.'),
