@@ -76,7 +76,7 @@ export function tagSets(tags: readonly string[]): string[] {
   return ['', ...new Set(tags.filter((t) => typeof t === 'string' && t !== ''))];
 }
 
-/** Rollup rows (before upsert) that one change adds to: both grains, both tables, every tag row set. */
+/** Rollup rows (before upsert) that one change adds to: every grain of both tables, every tag row set. */
 export function rollupRows(dims: RollupDims, deltas: Deltas): { totals: Record<string, unknown>[]; domains: Record<string, unknown>[] } {
   const totals: Record<string, unknown>[] = [];
   const domains: Record<string, unknown>[] = [];
