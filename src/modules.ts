@@ -7,6 +7,7 @@ import type { AppDeps } from './deps';
 import type { ApiRouter } from './http/api';
 import type { EventSink } from './events/record';
 import { registerAuthRoutes } from './auth/routes';
+import { Mta } from './delivery/mta';
 
 /** A background loop (MTA, webhook dispatcher, re-checks…). */
 export interface Worker {
@@ -36,4 +37,5 @@ export interface Module {
 
 export const MODULES: Module[] = [
   { name: 'auth', routes: registerAuthRoutes },
+  { name: 'delivery', workers: (deps) => [new Mta(deps)] },
 ];
