@@ -16,6 +16,7 @@ import type { Db } from '../db';
 import type { Logger } from '../logger';
 import type { Clock } from '../clock';
 import { newId } from '../ids';
+import type { Transact } from './commit';
 import { signMessage, type SigningKeyLookup } from './dkim';
 import type { Job } from './types';
 
@@ -26,6 +27,7 @@ export const unchanged: PrepareContent = (_job, raw) => raw;
 
 export interface ContentDeps {
   db: Db;
+  transact: Transact;
   clock: Clock;
   log: Logger;
   prepareContent: () => PrepareContent;
@@ -34,27 +36,52 @@ export interface ContentDeps {
 
 export type Prepared = { raw: Buffer } | { missing: true };
 
-export async function prepareAndSign(deps: ContentDeps, job: Job): Promise<Prepared> {
-  const row = await deps.db('message_contents').where({ id: job.contentId }).first('raw', 'signed');
-  if (!row) return { missing: true };
-  const stored = toBuffer(row.raw);
-  if (row.signed) return { raw: stored };
+export class ContentPreparer {
+  /** Shared contents being signed right now: siblings claimed together wait for one signature. */
+  private readonly signing = new Map<string, Promise<Prepared>>();
 
-  let raw = stored;
-  if (job.trackOpens || job.trackClicks || job.listUnsubscribe) raw = await deps.prepareContent()(job, stored);
-  const own = raw !== stored && !raw.equals(stored);
-  const { bytes, note } = await sign(deps, job, raw);
-  if (own) {
-    await storeOwnContent(deps, job, bytes, note);
+  constructor(private readonly deps: ContentDeps) {}
+
+  async prepare(job: Job): Promise<Prepared> {
+    const row = await this.deps.db('message_contents').where({ id: job.contentId }).first('raw', 'signed');
+    if (!row) return { missing: true };
+    const stored = toBuffer(row.raw);
+    if (row.signed) return { raw: stored };
+    if (job.trackOpens || job.trackClicks || job.listUnsubscribe) {
+      const raw = await this.deps.prepareContent()(job, stored);
+      if (raw !== stored && !raw.equals(stored)) return this.signOwn(job, raw);
+    }
+    let pending = this.signing.get(job.contentId);
+    if (!pending) {
+      const contentId = job.contentId;
+      pending = this.signShared(job, stored).finally(() => this.signing.delete(contentId));
+      this.signing.set(contentId, pending);
+    }
+    return pending;
+  }
+
+  /** Signs a shared content and stores it; if another worker stored a signature first, that one wins. */
+  private async signShared(job: Job, raw: Buffer): Promise<Prepared> {
+    const { bytes, note } = await sign(this.deps, job, raw);
+    return this.deps.transact(async (trx) => {
+      const updated = await trx('message_contents').where({ id: job.contentId, signed: false }).update({ raw: bytes, size: bytes.length, signed: true, dkim: note });
+      if (updated) return { raw: bytes };
+      const signed = await trx('message_contents').where({ id: job.contentId }).first('raw');
+      return { raw: toBuffer(signed.raw) };
+    });
+  }
+
+  /** The rewritten bytes become this message's own content; its siblings keep the shared row. */
+  private async signOwn(job: Job, raw: Buffer): Promise<Prepared> {
+    const { bytes, note } = await sign(this.deps, job, raw);
+    const id = newId('cnt');
+    await this.deps.transact(async (trx) => {
+      await trx('message_contents').insert({ id, raw: bytes, size: bytes.length, signed: true, dkim: note, created_at: this.deps.clock.now() });
+      await trx('messages').where({ id: job.id, lease_owner: job.leaseOwner }).update({ content_id: id });
+    });
+    job.contentId = id;
     return { raw: bytes };
   }
-  const updated = await deps.db('message_contents')
-    .where({ id: job.contentId, signed: false })
-    .update({ raw: bytes, size: bytes.length, signed: true, dkim: note });
-  if (updated) return { raw: bytes };
-  // A sibling copy signed the shared content first: use its bytes, so every copy carries the same signature.
-  const signed = await deps.db('message_contents').where({ id: job.contentId }).first('raw');
-  return { raw: toBuffer(signed.raw) };
 }
 
 async function sign(deps: ContentDeps, job: Job, raw: Buffer): Promise<{ bytes: Buffer; note: string }> {
@@ -71,16 +98,6 @@ async function sign(deps: ContentDeps, job: Job, raw: Buffer): Promise<{ bytes: 
     return { bytes: raw, note: `unsigned: signing with ${key.selector}._domainkey.${key.domain} failed` };
   }
   return { bytes: result.raw, note: result.note };
-}
-
-/** The rewritten bytes become this message's own content; its siblings keep the shared row. */
-async function storeOwnContent(deps: ContentDeps, job: Job, bytes: Buffer, note: string): Promise<void> {
-  const id = newId('cnt');
-  await deps.db.transaction(async (trx) => {
-    await trx('message_contents').insert({ id, raw: bytes, size: bytes.length, signed: true, dkim: note, created_at: deps.clock.now() });
-    await trx('messages').where({ id: job.id, lease_owner: job.leaseOwner }).update({ content_id: id });
-  });
-  job.contentId = id;
 }
 
 const toBuffer = (v: Buffer | string): Buffer => (Buffer.isBuffer(v) ? v : Buffer.from(v));

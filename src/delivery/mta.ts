@@ -9,7 +9,8 @@
 import type { AppDeps } from '../deps';
 import type { Worker } from '../modules';
 import { createClassifier } from './classify';
-import { prepareAndSign, unchanged, type PrepareContent } from './content';
+import { ownTransaction, type Transact } from './commit';
+import { ContentPreparer, unchanged, type PrepareContent } from './content';
 import { noSigningKeys, type SigningKeyLookup } from './dkim';
 import { createDeliveryMetrics, type DeliveryMetrics } from './metrics';
 import { createMxResolver } from './mx';
@@ -39,6 +40,7 @@ export class Mta implements Worker {
   readonly metrics: DeliveryMetrics;
   private readonly owner = newLeaseOwner();
   private readonly pipeline: PipelineDeps;
+  private readonly transact: Transact;
   private readonly inflight = new Set<Promise<void>>();
   private claims = 0;
   private running = false;
@@ -54,6 +56,7 @@ export class Mta implements Worker {
     hooks: Partial<DeliveryHooks> = {},
   ) {
     const { config, db, clock } = deps;
+    this.transact = ownTransaction(db);
     this.hooks = {
       prepareContent: hooks.prepareContent ?? unchanged,
       signingKeys: hooks.signingKeys ?? noSigningKeys,
@@ -66,10 +69,18 @@ export class Mta implements Worker {
       { opened: () => (this.metrics.connections.inc(), this.metrics.connectionsOpened.inc()), closed: () => this.metrics.connections.dec() },
     );
     const mx = createMxResolver(config, clock);
+    const contents = new ContentPreparer({
+      db,
+      transact: this.transact,
+      clock,
+      log: deps.log,
+      prepareContent: () => this.hooks.prepareContent,
+      signingKeys: () => this.hooks.signingKeys,
+    });
     this.pipeline = {
       db,
       clock,
-      prepare: (job) => prepareAndSign({ db, clock, log: deps.log, prepareContent: () => this.hooks.prepareContent, signingKeys: () => this.hooks.signingKeys }, job),
+      prepare: (job) => contents.prepare(job),
       pickSource: () => this.hooks.pickSource,
       mx,
       transmit: createSmtpTransport({ config, clock, pool: this.pool, mx, returnPath: (id) => verpAddress(config, id) }),
@@ -158,12 +169,13 @@ export class Mta implements Worker {
   private async claimAndLaunch(): Promise<number> {
     const limit = this.freeSlots();
     if (limit <= 0) return 0;
-    const jobs = await claim(this.deps.db, {
+    const request = {
       owner: `${this.owner}.${++this.claims}`,
       now: this.deps.clock.now(),
       leaseMs: this.deps.config.delivery.leaseSeconds * 1000,
       limit,
-    });
+    };
+    const jobs = await this.transact((trx) => claim(trx, request));
     for (const job of jobs) this.launch(job);
     return jobs.length;
   }
@@ -195,7 +207,7 @@ export class Mta implements Worker {
       this.deps.log.error({ err, messageId: job.id }, 'delivery failed unexpectedly; deferring');
       outcome = { kind: 'deferred', attempt: null, diagnostic: `internal error: ${(err as Error).message}` };
     }
-    const recorded = await recordOutcome({ db: this.deps.db, clock: this.deps.clock, config: this.deps.config }, job, outcome);
+    const recorded = await recordOutcome({ transact: this.transact, clock: this.deps.clock, config: this.deps.config }, job, outcome);
     this.observe(job, outcome, recorded);
   }
 

@@ -36,7 +36,7 @@ export async function releaseStaleLeases(db: Db, now: number): Promise<number> {
 }
 
 /** Claims up to `limit` due rows for `owner` and returns them as jobs. */
-export async function claim(db: Db, input: { owner: string; now: number; leaseMs: number; limit: number; dueBy?: number }): Promise<Job[]> {
+export async function claim(db: Queryable, input: { owner: string; now: number; leaseMs: number; limit: number; dueBy?: number }): Promise<Job[]> {
   const { owner, now, leaseMs, limit } = input;
   const due = db('messages')
     .select('id')

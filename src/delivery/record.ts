@@ -7,7 +7,8 @@
  */
 import type { Clock } from '../clock';
 import type { Config } from '../config';
-import type { Db, Tx } from '../db';
+import type { Tx } from '../db';
+import type { Transact } from './commit';
 import { iso } from '../clock';
 import { messageEventData, recordEvent } from '../events/record';
 import { addSuppression } from '../suppressions/store';
@@ -15,7 +16,7 @@ import { nextAttemptAt, SANDBOX_UNIT_MS } from './retry';
 import type { AttemptInfo, Bounce, Job, Outcome } from './types';
 
 export interface RecordDeps {
-  db: Db;
+  transact: Transact;
   clock: Clock;
   config: Config;
   random?: () => number;
@@ -30,7 +31,7 @@ export interface Recorded {
 export async function recordOutcome(deps: RecordDeps, job: Job, outcome: Outcome): Promise<Recorded | null> {
   if (outcome.kind === 'dropped') return null;
   const final = expireIfOverdue(deps, job, outcome);
-  return deps.db.transaction(async (trx) => {
+  return deps.transact(async (trx): Promise<Recorded | null> => {
     const now = deps.clock.now();
     const owned = () => trx('messages').where({ id: job.id, lease_owner: job.leaseOwner, status: 'sending' });
     const leave = { lease_owner: null, lease_expires_at: null, updated_at: now };

@@ -5,6 +5,7 @@ import fs from 'node:fs';
 import { Writable } from 'node:stream';
 import { createApp } from '../../src/app';
 import type { Mta } from '../../src/delivery/mta';
+import { ownTransaction } from '../../src/delivery/commit';
 import { claim } from '../../src/delivery/queue';
 import { recordOutcome } from '../../src/delivery/record';
 import type { Outcome } from '../../src/delivery/types';
@@ -47,7 +48,7 @@ describe('queue', () => {
     try {
       world.app.deps.signals.emit = () => {};
       const id = await insertMessage(world, { to: 'x@dest.test' });
-      const deps = { db: world.app.db, clock: world.clock, config: world.app.config };
+      const deps = { transact: ownTransaction(world.app.db), clock: world.clock, config: world.app.config };
       const leaseMs = 1000;
       const [first] = await claim(world.app.db, { owner: 'a.1', now: world.clock.now(), leaseMs, limit: 10 });
       assert.equal(first.id, id);
