@@ -7,9 +7,10 @@
  * functions set at wiring time (modules.ts).
  */
 import type { AppDeps } from '../deps';
+import { openDatabase, type Db } from '../db';
 import type { Worker } from '../modules';
 import { createClassifier } from './classify';
-import { ownTransaction, type Transact } from './commit';
+import { groupCommit, type Transact } from './commit';
 import { ContentPreparer, unchanged, type PrepareContent } from './content';
 import { noSigningKeys, type SigningKeyLookup } from './dkim';
 import { createDeliveryMetrics, type DeliveryMetrics } from './metrics';
@@ -41,6 +42,8 @@ export class Mta implements Worker {
   private readonly owner = newLeaseOwner();
   private readonly pipeline: PipelineDeps;
   private readonly transact: Transact;
+  /** A second SQLite connection for reads: in WAL mode they need not queue behind a group commit. */
+  private readonly reader: Db;
   private readonly inflight = new Set<Promise<void>>();
   private claims = 0;
   private running = false;
@@ -56,13 +59,14 @@ export class Mta implements Worker {
     hooks: Partial<DeliveryHooks> = {},
   ) {
     const { config, db, clock } = deps;
-    this.transact = ownTransaction(db);
+    this.transact = groupCommit(db);
+    const reader = (this.reader = openDatabase(config));
     this.hooks = {
       prepareContent: hooks.prepareContent ?? unchanged,
       signingKeys: hooks.signingKeys ?? noSigningKeys,
-      pickSource: hooks.pickSource ?? createSourcePicker({ db, config, clock }),
+      pickSource: hooks.pickSource ?? createSourcePicker({ db: reader, config, clock }),
     };
-    this.metrics = createDeliveryMetrics(deps.metrics.registry, () => queueDepth(db));
+    this.metrics = createDeliveryMetrics(deps.metrics.registry, () => queueDepth(reader));
     const d = config.delivery;
     this.pool = new SmtpPool(
       { maxPerHost: d.maxConnectionsPerDomain, maxPerSource: d.maxConnectionsPerIp, messagesPerConnection: d.messagesPerConnection, idleMs: d.idleConnectionMs },
@@ -70,7 +74,7 @@ export class Mta implements Worker {
     );
     const mx = createMxResolver(config, clock);
     const contents = new ContentPreparer({
-      db,
+      db: reader,
       transact: this.transact,
       clock,
       log: deps.log,
@@ -78,7 +82,7 @@ export class Mta implements Worker {
       signingKeys: () => this.hooks.signingKeys,
     });
     this.pipeline = {
-      db,
+      db: reader,
       clock,
       prepare: (job) => contents.prepare(job),
       pickSource: () => this.hooks.pickSource,
@@ -86,7 +90,7 @@ export class Mta implements Worker {
       transmit: createSmtpTransport({ config, clock, pool: this.pool, mx, returnPath: (id) => verpAddress(config, id) }),
       sandbox: createSandboxTransport(clock),
       classify: createClassifier(d.bounceRulesFile),
-      stillOurs: (job) => stillOurs(db, job),
+      stillOurs: (job) => stillOurs(reader, job),
     };
   }
 
@@ -110,6 +114,7 @@ export class Mta implements Worker {
     await this.pumping;
     await Promise.allSettled([...this.inflight]);
     this.pool.close();
+    await this.reader.destroy();
   }
 
   /** Processes everything due now, waits for it, and returns (tests with a fake clock). */
@@ -181,7 +186,7 @@ export class Mta implements Worker {
   }
 
   private async sleepUntilDue(): Promise<void> {
-    const at = await nextWakeAt(this.deps.db);
+    const at = await nextWakeAt(this.reader);
     clearTimeout(this.timer);
     if (at === null || !this.running) return;
     const delay = Math.min(Math.max(0, at - this.deps.clock.now()), MAX_SLEEP_MS);

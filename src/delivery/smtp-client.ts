@@ -70,6 +70,9 @@ export class SmtpClient {
       client.pending = (error) => resolve({ error });
       conn.connect(() => {
         client.pending = undefined;
+        // Commands and the end of data are small writes: without this, Nagle plus the
+        // server's delayed ACK holds the final "." for ~40 ms on every message.
+        conn._socket?.setNoDelay(true);
         resolve({ client });
       });
     });

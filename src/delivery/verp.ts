@@ -17,8 +17,11 @@ const LOCAL_PART = /^b\+(msg_[0-9a-hjkmnp-tv-z]{26})-([0-9a-f]{16})$/;
 
 export const bounceDomain = (config: VerpConfig): string => (config.delivery.bounceDomain || config.hostname).toLowerCase();
 
+const keys = new Map<string, Buffer>();
+
 function tag(config: VerpConfig, messageId: string): string {
-  const key = deriveKey(loadOrCreateMasterKey(config.dataDir), 'verp');
+  let key = keys.get(config.dataDir);
+  if (!key) keys.set(config.dataDir, (key = deriveKey(loadOrCreateMasterKey(config.dataDir), 'verp')));
   return crypto.createHmac('sha256', key).update(messageId).digest('hex').slice(0, TAG_LENGTH);
 }
 
