@@ -73,7 +73,6 @@ export async function createApp(input: Config | ConfigInput = {}, options: AppOp
   });
   const port = (server.address() as AddressInfo).port;
   for (const worker of workers) worker.start();
-  log.info({ http: `${config.http.host}:${port}` }, 'pigeon started');
 
   let closing: Promise<void> | undefined;
   const close = () => (closing ??= shutdown({ server, listeners, workers, db, deps }));

@@ -12,6 +12,7 @@ import { serveCommand } from './cli/serve';
 import { configCommand } from './cli/config';
 import { migrateCommand } from './cli/migrate';
 import { doctorCommand } from './cli/doctor';
+import { domainsCommand } from './cli/domains';
 
 const COMMANDS: Record<string, { run: (ctx: CliContext) => Promise<void>; help: string }> = {
   serve: { run: serveCommand, help: 'serve                         run the appliance' },
@@ -21,8 +22,12 @@ const COMMANDS: Record<string, { run: (ctx: CliContext) => Promise<void>; help: 
     run: keysCommand,
     help: 'keys create --mode test|live [--scopes a,b|all] [--account NAME] [--name LABEL] [--json]\n  keys list [--account NAME] [--json]\n  keys revoke ID',
   },
+  domains: {
+    run: domainsCommand,
+    help: 'domains add NAME [--account NAME] [--algorithm rsa|ed25519]\n  domains list|show|verify|rotate|delete NAME [--account NAME] [--json]',
+  },
   doctor: { run: doctorCommand, help: 'doctor                        check DNS, PTR, ports and TLS, and say what to fix' },
-  config: { run: configCommand, help: 'config defaults|docs|check    print default config, the settings table, or validate' },
+  config: { run: configCommand, help: 'config defaults|docs|check|write-docs  print defaults, the settings table, validate, or regenerate the docs' },
 };
 
 const USAGE = `usage: pigeon <command> [--config FILE]\n\n${Object.values(COMMANDS).map((c) => '  ' + c.help).join('\n')}\n`;
@@ -40,6 +45,7 @@ async function main(argv: string[]): Promise<number> {
       scopes: { type: 'string' },
       account: { type: 'string' },
       name: { type: 'string' },
+      algorithm: { type: 'string' },
     },
   });
   const [name = 'serve', ...args] = parsed.positionals;

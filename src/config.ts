@@ -92,6 +92,18 @@ export const configSchema = z.strictObject({
   }).prefault({}).describe('Outbound MTA.'),
   ips: z.array(sourceIp).default([{ address: '127.0.0.1', hostname: 'mail.example.com', weight: 1 }])
     .describe('Source addresses given to the appliance; IP pools are made from these.'),
+  domains: z.strictObject({
+    recheckIntervalHours: z.number().positive().default(6)
+      .describe('How often verified (and failing) sending domains have their DNS records looked up again.'),
+    failingGraceHours: z.number().positive().default(72)
+      .describe('How long a domain whose records disappeared stays sendable (failing) before it becomes pending again.'),
+    spfInclude: z.string().default('')
+      .describe('When set (e.g. _spf.mail.example.com), domains are asked for "v=spf1 include:<this> ~all" instead of listing the ips.'),
+    returnPathLabel: z.string().regex(/^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/).default('bounces')
+      .describe('Label of the optional return-path CNAME (<label>.<domain> pointing at the bounce host).'),
+    dnsTimeoutMs: z.number().int().positive().default(2000)
+      .describe('Timeout of one DNS query during domain verification (kept short so a verify request answers quickly).'),
+  }).prefault({}).describe('Sending domains: verification and re-checks.'),
   webhooks: z.strictObject({
     allowPrivateTargets: z.boolean().default(false)
       .describe('Allow webhook URLs that resolve to loopback/private/link-local addresses (tests, local dev).'),

@@ -8,6 +8,9 @@ import type { ApiRouter } from './http/api';
 import type { EventSink } from './events/record';
 import { registerAuthRoutes } from './auth/routes';
 import { Mta } from './delivery/mta';
+import { registerDomainRoutes } from './domains/routes';
+import { getSigningKey } from './domains/signing';
+import { createRecheckWorker } from './domains/worker';
 
 /** A background loop (MTA, webhook dispatcher, re-checks…). */
 export interface Worker {
@@ -37,5 +40,9 @@ export interface Module {
 
 export const MODULES: Module[] = [
   { name: 'auth', routes: registerAuthRoutes },
-  { name: 'delivery', workers: (deps) => [new Mta(deps)] },
+  { name: 'domains', routes: registerDomainRoutes, workers: (deps) => [createRecheckWorker(deps)] },
+  {
+    name: 'delivery',
+    workers: (deps) => [new Mta(deps, { signingKeys: (accountId, domain) => getSigningKey(deps.db, deps.config.dataDir, accountId, domain) })],
+  },
 ];

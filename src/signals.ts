@@ -10,6 +10,8 @@ export interface SignalMap {
   queueChanged: [];
   /** New webhook deliveries may be due. */
   webhooksChanged: [];
+  /** A sending domain changed state (rows in domain_events). */
+  domainEvents: [];
 }
 
 export class Signals {

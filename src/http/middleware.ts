@@ -29,8 +29,10 @@ export function errorHandler(log: Logger): Middleware {
   return async (ctx, next) => {
     try {
       await next();
-      if (ctx.status === 404 && ctx.body === undefined) {
-        throw new ApiError(404, 'not_found_error', 'route_not_found', `no route for ${ctx.method} ${ctx.path}`);
+      if (ctx.body === undefined || ctx.body === null) {
+        if (ctx.status === 404) throw new ApiError(404, 'not_found_error', 'route_not_found', `no route for ${ctx.method} ${ctx.path}`);
+        if (ctx.status === 405) throw new ApiError(405, 'invalid_request_error', 'method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}`);
+        if (ctx.status === 501) throw new ApiError(501, 'api_error', 'not_implemented', `${ctx.method} is not supported`);
       }
     } catch (err) {
       const state = ctx.state as RequestState;

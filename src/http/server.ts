@@ -34,13 +34,8 @@ export function createHttpApp(deps: AppDeps, registrars: RouteRegistrar[]): Koa 
   app.use(errorHandler(deps.log));
   app.use(system.routes());
   app.use(api.router.routes());
-  app.use(
-    api.router.allowedMethods({
-      throw: true,
-      methodNotAllowed: () => new ApiError(405, 'invalid_request_error', 'method_not_allowed', 'method not allowed on this path'),
-      notImplemented: () => new ApiError(501, 'api_error', 'not_implemented', 'method not implemented'),
-    }),
-  );
+  // Non-throwing mode sets Allow; errorHandler turns the bare 405/501 into the error shape.
+  app.use(api.router.allowedMethods());
   return app;
 }
 

@@ -42,7 +42,7 @@ describe('delivery end to end', () => {
       assert.equal(events[1].data.sandbox, undefined);
       const content = await world.app.db('message_contents').where({ id: row.content_id }).first();
       assert.equal(Boolean(content.signed), true);
-      assert.equal(content.dkim, 'd=sender.test s=pigeon1 a=rsa-sha256');
+      assert.equal(content.dkim, `d=sender.test s=${world.selector} a=rsa-sha256`);
     } finally {
       await world.stop();
       await sink.close();

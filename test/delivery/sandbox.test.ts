@@ -42,7 +42,7 @@ describe('sandbox', () => {
       assert.deepEqual(events.map((e) => e.type), ['message.sent', 'message.delivered']);
       for (const e of events) assert.equal(e.data.sandbox, true);
       const content = await world.app.db('message_contents').where({ id: row.content_id }).first();
-      assert.equal(content.dkim, 'd=sender.test s=pigeon1 a=rsa-sha256');
+      assert.equal(content.dkim, `d=sender.test s=${world.selector} a=rsa-sha256`);
       assert.match(content.raw.toString(), /^DKIM-Signature: /);
       assert.equal((await attemptsOf(world, id))[0].mx_host, 'sandbox.pigeon.invalid');
     });

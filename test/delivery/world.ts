@@ -5,19 +5,16 @@
  * `insertMessage` writes accepted messages the way the messages module does
  * (content + one row per recipient, then the queueChanged signal).
  */
-import crypto from 'node:crypto';
 import { FakeClock, type Clock } from '../../src/clock';
 import type { ConfigInput } from '../../src/config';
 import { newId } from '../../src/ids';
 import type { Mta } from '../../src/delivery/mta';
-import type { SigningKey } from '../../src/delivery/dkim';
 import { startTestApp, type TestApp } from '../support/app';
 import { startDnsServer, type TestDnsServer } from '../support/dns-server';
-import { dkimTxtRecord } from '../support/mail';
 import { mergeDeep } from '../support/merge';
+import { addDomain, publish, verify } from '../domains/helpers';
 
 export const SENDER_DOMAIN = 'sender.test';
-export const SELECTOR = 'pigeon1';
 
 export interface World {
   app: TestApp;
@@ -25,7 +22,8 @@ export interface World {
   clock: FakeClock;
   mta: Mta;
   accountId: string;
-  key: SigningKey;
+  /** DKIM selector of the sending domain's active key */
+  selector: string;
   stop(): Promise<void>;
 }
 
@@ -45,8 +43,7 @@ export async function startWorld(opts: { port: number; config?: ConfigInput; clo
   const clock = opts.clock ?? new FakeClock(Date.now());
   const app = await startTestApp(deliveryConfig(dns.address, opts.port, opts.config), { clock: clock as Clock });
   const mta = app.workers.find((w) => w.name === 'delivery') as Mta;
-  const key = publishDkimKey(dns, SENDER_DOMAIN);
-  mta.hooks.signingKeys = async (_account, domain) => (domain === SENDER_DOMAIN ? key : null);
+  const selector = await verifiedDomain(app, dns, SENDER_DOMAIN);
   const account = await app.db('accounts').first('id');
   return {
     app,
@@ -54,7 +51,7 @@ export async function startWorld(opts: { port: number; config?: ConfigInput; clo
     clock,
     mta,
     accountId: account.id,
-    key,
+    selector,
     async stop() {
       await app.stop();
       if (!opts.dns) await dns.close();
@@ -62,11 +59,13 @@ export async function startWorld(opts: { port: number; config?: ConfigInput; clo
   };
 }
 
-/** An RSA-2048 key for domain, its public half published at <selector>._domainkey.<domain>. */
-export function publishDkimKey(dns: TestDnsServer, domain: string, selector = SELECTOR): SigningKey {
-  const { privateKey, publicKey } = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 });
-  dns.set(`${selector}._domainkey.${domain}`, [{ type: 'TXT', data: dkimTxtRecord(publicKey) }]);
-  return { domain, selector, algorithm: 'rsa', privateKeyPem: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString() };
+/** Adds the domain through the API, publishes its records in the test DNS and verifies it; returns its DKIM selector. */
+export async function verifiedDomain(app: TestApp, dns: TestDnsServer, domain: string): Promise<string> {
+  const added = await addDomain(app.api, domain);
+  publish(dns, added);
+  const verified = await verify(app.api, domain);
+  if (verified.status !== 'verified') throw new Error(`${domain} did not verify: ${JSON.stringify(verified.dns_records)}`);
+  return verified.dkim?.selector ?? '';
 }
 
 /** MX records pointing a domain at loopback hosts (name → address). */

@@ -109,7 +109,7 @@ export class ApiClient {
 
 /** Creates a key through the API and returns its secret. */
 export async function createKey(app: TestApp, mode: 'test' | 'live', scopes: string[]): Promise<string> {
-  const res = await app.api.post('/v1/api-keys', { name: `${mode} ${scopes.join(',')}`, mode, scopes });
+  const res = await app.api.post('/v1/api-keys', { name: `${mode} key (${scopes.length} scopes)`, mode, scopes });
   if (res.status !== 201) throw new Error(`key creation failed: ${res.status} ${res.text}`);
   return res.body.key as string;
 }

@@ -1,0 +1,97 @@
+/** Routes of the domains module: parse → service → shape. */
+import { z } from 'zod';
+import type { AppDeps } from '../deps';
+import type { ApiRouter } from '../http/api';
+import { pageSchema, paginationQuery, toPage } from '../http/pagination';
+import { DKIM_ALGORITHMS } from './keys';
+import { addDomain, deleteDomain, getDomain, listDomains, rotateDkim, verifyDomainByName, type DomainsContext } from './service';
+import { domainSchema, shapeDomain } from './view';
+import { verificationResolver } from './verify';
+
+const createBody = z.strictObject({
+  name: z.string().max(1000).describe('The domain to send from, e.g. example.com. Internationalised names are stored in punycode.'),
+  dkim_algorithm: z.enum(DKIM_ALGORITHMS).default('rsa').describe('rsa (2048-bit, default) or ed25519.'),
+});
+
+const domainParam = z.object({ domain: z.string().max(1000).describe('The domain name.') });
+
+const deletedSchema = z.object({
+  name: z.string(),
+  deleted: z.literal(true),
+  cancelled_messages: z.number().int().describe('Scheduled, queued and deferred messages from this domain that were cancelled.'),
+});
+
+export function registerDomainRoutes(api: ApiRouter, deps: AppDeps): void {
+  const ctx: DomainsContext = {
+    db: deps.db, config: deps.config, clock: deps.clock, log: deps.log, signals: deps.signals,
+    resolver: verificationResolver(deps.config),
+  };
+  const shape = (b: Parameters<typeof shapeDomain>[1]) => shapeDomain(deps.config, b);
+  const tag = 'Domains';
+
+  api.add({
+    method: 'post', path: '/v1/domains', scope: 'domains:manage', tag,
+    summary: 'Add a sending domain',
+    description: 'Validates the name, creates a DKIM key pair and returns the DNS records to publish. 422 invalid_domain, 409 domain_exists.',
+    body: createBody,
+    responses: { 201: { description: 'The new domain with its DNS records', schema: domainSchema } },
+    async handler({ body, caller }) {
+      const added = await addDomain(ctx, caller.accountId, { name: body.name, dkimAlgorithm: body.dkim_algorithm });
+      return { status: 201, body: shape(added) };
+    },
+  });
+
+  api.add({
+    method: 'get', path: '/v1/domains', scope: 'domains:manage', tag,
+    summary: 'List domains', description: 'Newest first, with each record\'s last known state.',
+    query: z.object(paginationQuery),
+    responses: { 200: { description: 'A page of domains', schema: pageSchema(domainSchema) } },
+    async handler({ query, caller }) {
+      const page = await listDomains(ctx, caller.accountId, query.limit + 1, query.cursor);
+      return { status: 200, body: toPage(page.items, query.limit, page.total, (b) => b.domain.id, shape) };
+    },
+  });
+
+  api.add({
+    method: 'get', path: '/v1/domains/{domain}', scope: 'domains:manage', tag, extension: true,
+    summary: 'Get a domain', params: domainParam,
+    responses: { 200: { description: 'The domain', schema: domainSchema } },
+    async handler({ params, caller }) {
+      return { status: 200, body: shape(await getDomain(ctx, caller.accountId, params.domain)) };
+    },
+  });
+
+  api.add({
+    method: 'post', path: '/v1/domains/{domain}/verify', scope: 'domains:manage', tag,
+    summary: 'Verify DNS records',
+    description: 'Looks every record up now. The domain becomes verified when DKIM and SPF pass. DNS timeouts show as temporary_error on the record (still 200).',
+    params: domainParam,
+    responses: { 200: { description: 'The domain with each record\'s state', schema: domainSchema } },
+    async handler({ params, caller }) {
+      return { status: 200, body: shape(await verifyDomainByName(ctx, caller.accountId, params.domain)) };
+    },
+  });
+
+  api.add({
+    method: 'post', path: '/v1/domains/{domain}/dkim/rotate', scope: 'domains:manage', tag, extension: true,
+    summary: 'Start a DKIM key rotation',
+    description: 'Adds a pending key with a new selector (same algorithm). It signs only after its record verifies; publish it, then verify. 409 rotation_pending if one is waiting.',
+    params: domainParam,
+    responses: { 200: { description: 'The domain, with the pending DKIM record', schema: domainSchema } },
+    async handler({ params, caller }) {
+      return { status: 200, body: shape(await rotateDkim(ctx, caller.accountId, params.domain)) };
+    },
+  });
+
+  api.add({
+    method: 'delete', path: '/v1/domains/{domain}', scope: 'domains:manage', tag,
+    summary: 'Delete a domain',
+    description: 'Removes the domain and its keys; its scheduled, queued and deferred messages are cancelled. Sent history stays.',
+    params: domainParam,
+    responses: { 200: { description: 'Deleted', schema: deletedSchema } },
+    async handler({ params, caller }) {
+      const result = await deleteDomain(ctx, caller.accountId, params.domain);
+      return { status: 200, body: { name: result.name, deleted: true, cancelled_messages: result.cancelledMessages } };
+    },
+  });
+}

@@ -1,0 +1,139 @@
+/**
+ * The domains service: add, list, show, verify, rotate and delete sending
+ * domains. Routes and the CLI both call these; they throw ApiError for the
+ * caller's mistakes (422 invalid name, 404, 409) and shape nothing.
+ */
+import type { Clock } from '../clock';
+import type { Config } from '../config';
+import type { Db } from '../db';
+import type { DnsResolver } from '../dns/resolver';
+import type { Logger } from '../logger';
+import type { Signals } from '../signals';
+import { newId } from '../ids';
+import { conflict, notFound, unprocessable } from '../http/errors';
+import { generateDkimKey, newSelector, sealPrivateKey, type DkimAlgorithm, type KeySource } from './keys';
+import { lookupName, normalizeDomainName } from './name';
+import {
+  checksOf, findDomain, insertDomain, insertKey, keysOf, pageDomains,
+  type Domain, type DomainKey, type StoredCheck,
+} from './repository';
+import { recordDomainEvent, verifyDomain } from './verify';
+
+export interface DomainsContext {
+  db: Db;
+  config: Config;
+  clock: Clock;
+  log?: Logger;
+  signals?: Signals;
+  /** Defaults to a resolver on `dns.servers` with `domains.dnsTimeoutMs`. */
+  resolver?: DnsResolver;
+  /** Defaults to config.dataDir (its secret.key). */
+  keySource?: KeySource;
+}
+
+/** A domain with its keys and last record checks: everything a view needs. */
+export interface DomainBundle {
+  domain: Domain;
+  keys: DomainKey[];
+  checks: StoredCheck[];
+}
+
+/** Messages still waiting to leave; deleting their domain cancels them. */
+const UNSENT = ['scheduled', 'queued', 'deferred'];
+
+async function bundles(ctx: DomainsContext, domains: Domain[]): Promise<DomainBundle[]> {
+  const ids = domains.map((d) => d.id);
+  const [keys, checks] = await Promise.all([keysOf(ctx.db, ids), checksOf(ctx.db, ids)]);
+  return domains.map((domain) => ({ domain, keys: keys.get(domain.id) ?? [], checks: checks.get(domain.id) ?? [] }));
+}
+
+async function requireDomain(ctx: DomainsContext, accountId: string, name: string): Promise<Domain> {
+  const normalized = lookupName(name);
+  const domain = normalized ? await findDomain(ctx.db, accountId, normalized) : undefined;
+  if (!domain) throw notFound('domain', 'domain');
+  return domain;
+}
+
+export async function addDomain(ctx: DomainsContext, accountId: string, input: { name: string; dkimAlgorithm?: DkimAlgorithm }): Promise<DomainBundle> {
+  const parsed = normalizeDomainName(input.name);
+  if (!parsed.ok) throw unprocessable('invalid_domain', `name ${parsed.reason}`, 'name');
+  const exists = () => conflict('domain_exists', `the account already has the domain ${parsed.name}`, 'name');
+  if (await findDomain(ctx.db, accountId, parsed.name)) throw exists();
+  const generated = await generateDkimKey(input.dkimAlgorithm ?? 'rsa');
+  const now = ctx.clock.now();
+  const keyId = newId('dk');
+  try {
+    const domain = await ctx.db.transaction(async (trx) => {
+      const d = await insertDomain(trx, { accountId, name: parsed.name, now });
+      await insertKey(trx, {
+        id: keyId, domainId: d.id, selector: newSelector(now), algorithm: generated.algorithm, publicKey: generated.publicKey,
+        sealed: sealPrivateKey(ctx.keySource ?? ctx.config.dataDir, keyId, generated.privateKeyPem), status: 'active', now,
+      });
+      return d;
+    });
+    ctx.log?.info({ domain: domain.name, accountId, dkimAlgorithm: generated.algorithm }, 'domain added');
+    return (await bundles(ctx, [domain]))[0];
+  } catch (err) {
+    // Two adds of the same name at once: the unique index decides.
+    if (/UNIQUE constraint failed: domains/.test((err as Error).message)) throw exists();
+    throw err;
+  }
+}
+
+export async function listDomains(ctx: DomainsContext, accountId: string, limit: number, cursor?: string): Promise<{ items: DomainBundle[]; total: number }> {
+  const page = await pageDomains(ctx.db, accountId, limit, cursor);
+  return { items: await bundles(ctx, page.items), total: page.total };
+}
+
+export async function getDomain(ctx: DomainsContext, accountId: string, name: string): Promise<DomainBundle> {
+  return (await bundles(ctx, [await requireDomain(ctx, accountId, name)]))[0];
+}
+
+export async function verifyDomainByName(ctx: DomainsContext, accountId: string, name: string): Promise<DomainBundle> {
+  const checked = await verifyDomain(ctx, await requireDomain(ctx, accountId, name));
+  if (!checked) throw notFound('domain', 'domain');
+  return (await bundles(ctx, [checked]))[0];
+}
+
+/** Starts a DKIM rotation: a pending key with a new selector, signing only once its record verifies. */
+export async function rotateDkim(ctx: DomainsContext, accountId: string, name: string): Promise<DomainBundle> {
+  const domain = await requireDomain(ctx, accountId, name);
+  const keys = (await keysOf(ctx.db, [domain.id])).get(domain.id) ?? [];
+  const pending = keys.find((k) => k.status === 'pending');
+  if (pending) throw conflict('rotation_pending', `a rotation is already waiting for ${pending.selector}._domainkey.${domain.name} to verify`);
+  const active = keys.find((k) => k.status === 'active');
+  const generated = await generateDkimKey(active?.algorithm ?? 'rsa');
+  const now = ctx.clock.now();
+  const keyId = newId('dk');
+  let selector = newSelector(now);
+  while (keys.some((k) => k.selector === selector)) selector = newSelector(now);
+  await insertKey(ctx.db, {
+    id: keyId, domainId: domain.id, selector, algorithm: generated.algorithm, publicKey: generated.publicKey,
+    sealed: sealPrivateKey(ctx.keySource ?? ctx.config.dataDir, keyId, generated.privateKeyPem), status: 'pending', now,
+  });
+  ctx.log?.info({ domain: domain.name, accountId, selector }, 'dkim rotation started');
+  return (await bundles(ctx, [domain]))[0];
+}
+
+/**
+ * Removes the domain, its keys and checks. Its messages that have not left yet
+ * are cancelled in the same transaction; sent and delivered history stays.
+ */
+export async function deleteDomain(ctx: DomainsContext, accountId: string, name: string): Promise<{ name: string; cancelledMessages: number }> {
+  const now = ctx.clock.now();
+  const result = await ctx.db.transaction(async (trx) => {
+    const normalized = lookupName(name);
+    const domain = normalized ? await findDomain(trx, accountId, normalized) : undefined;
+    if (!domain) throw notFound('domain', 'domain');
+    const cancelled = await trx('messages')
+      .where({ account_id: accountId, sending_domain: domain.name })
+      .whereIn('status', UNSENT)
+      .update({ status: 'cancelled', next_attempt_at: null, lease_owner: null, lease_expires_at: null, updated_at: now });
+    await recordDomainEvent(trx, domain, 'domain.deleted', now, { cancelled_messages: cancelled });
+    await trx('domains').where({ id: domain.id }).delete();
+    return { name: domain.name, cancelledMessages: cancelled };
+  });
+  ctx.log?.info({ domain: result.name, accountId, cancelledMessages: result.cancelledMessages }, 'domain deleted');
+  ctx.signals?.emit('domainEvents');
+  return result;
+}

@@ -1,0 +1,59 @@
+/** The domain record as the API returns it, and the zod schemas that document it in OpenAPI. */
+import { z } from 'zod';
+import type { Config } from '../config';
+import { iso } from '../clock';
+import { DKIM_ALGORITHMS } from './keys';
+import { expectedRecords, recordViews } from './records';
+import type { DomainBundle } from './service';
+
+const HOUR = 3_600_000;
+
+export const RECORD_STATES = ['pending', 'verified', 'mismatch', 'missing', 'temporary_error'] as const;
+
+export const dnsRecordSchema = z.object({
+  purpose: z.enum(['dkim', 'spf', 'dmarc', 'return_path']).describe('What the record is for.'),
+  type: z.enum(['TXT', 'CNAME']).describe('DNS record type to publish.'),
+  host: z.string().describe('Fully qualified name to publish the record at.'),
+  value: z.string().describe('Record value. TXT values longer than 255 characters are published as several strings of one record.'),
+  required: z.boolean().describe('True for the records the domain needs to be verified: the active DKIM key and SPF.'),
+  state: z.enum(RECORD_STATES).describe('pending (never checked), verified, mismatch (found, but wrong), missing, temporary_error (DNS did not answer; try again).'),
+  found: z.array(z.string()).nullable().describe('What DNS returned instead, when the record is failing.'),
+  detail: z.string().nullable().describe('Why the record is failing (e.g. "SPF softfail for 192.0.2.1").'),
+  checked_at: z.string().nullable().describe('When the record was last looked up.'),
+  selector: z.string().optional().describe('DKIM records: the selector.'),
+  key_status: z.enum(['active', 'pending']).optional()
+    .describe('DKIM records: active signs mail; pending is a rotation key that takes over once its record verifies.'),
+});
+
+export const domainSchema = z.object({
+  id: z.string().describe('Identifier, prefix `dom_` (domains are addressed by name in paths).'),
+  name: z.string().describe('The domain, lower-case; internationalised names in punycode.'),
+  status: z.enum(['pending', 'verified', 'failing'])
+    .describe('pending: not verified yet (live sends refused); verified; failing: records went missing at a re-check, still sendable until the grace period ends.'),
+  created_at: z.string(),
+  verified_at: z.string().nullable(),
+  last_checked_at: z.string().nullable(),
+  failing_since: z.string().nullable(),
+  grace_ends_at: z.string().nullable().describe('For a failing domain: when it becomes pending unless its records are back.'),
+  dkim: z.object({ selector: z.string(), algorithm: z.enum(DKIM_ALGORITHMS) }).nullable().describe('The key that signs mail now.'),
+  dns_records: z.array(dnsRecordSchema),
+});
+
+export type DomainView = z.infer<typeof domainSchema>;
+
+export function shapeDomain(config: Config, b: DomainBundle): DomainView {
+  const d = b.domain;
+  const active = b.keys.find((k) => k.status === 'active');
+  return {
+    id: d.id,
+    name: d.name,
+    status: d.status,
+    created_at: iso(d.createdAt) as string,
+    verified_at: iso(d.verifiedAt),
+    last_checked_at: iso(d.lastCheckedAt),
+    failing_since: iso(d.failingSince),
+    grace_ends_at: d.failingSince === null ? null : iso(d.failingSince + config.domains.failingGraceHours * HOUR),
+    dkim: active ? { selector: active.selector, algorithm: active.algorithm } : null,
+    dns_records: recordViews(expectedRecords(config, d.name, b.keys), b.checks),
+  };
+}
