@@ -9,7 +9,8 @@
  *   sandbox?     → the sandbox transport answers instead of the network
  *   pickSource   → pool address + EHLO name, or wait (not an attempt)
  *   resolveMx    → MX hosts, or bounce (null MX, NXDOMAIN) / defer (SERVFAIL)
- *   transmit     → SMTP over a pooled connection (transmit.ts)
+ *   transmit     → SMTP over a pooled connection (transmit.ts); the row is
+ *                  re-checked once a connection is ready, right before MAIL FROM
  *   classify     → delivered / deferred / bounced hard|soft + category
  */
 import { isSuppressed } from '../suppressions/store';
@@ -44,8 +45,9 @@ export async function deliver(job: Job, deps: PipelineDeps): Promise<Outcome> {
   const startedAt = deps.clock.now();
   const mx = await deps.mx.resolve(job.recipientDomain);
   if (mx.kind !== 'hosts') return dnsOutcome(mx, { startedAt, durationMs: deps.clock.now() - startedAt, sourceIp: source.address });
-  if (!(await deps.stillOurs(job))) return { kind: 'dropped', reason: 'cancelled or claimed elsewhere before sending' };
-  return classify(await deps.transmit(job, content.raw, source, mx.hosts), deps.classify);
+  const sent = await deps.transmit(job, content.raw, source, mx.hosts, () => deps.stillOurs(job));
+  if (sent === 'not ours') return { kind: 'dropped', reason: 'cancelled or claimed elsewhere before sending' };
+  return classify(sent, deps.classify);
 }
 
 /** 2xx delivered, 4xx deferred, 5xx bounced with the rules' type and category. */

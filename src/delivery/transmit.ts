@@ -23,13 +23,18 @@ export interface SmtpTransportDeps {
   returnPath: (messageId: string) => string;
 }
 
-export type Transmit = (job: Job, raw: Buffer, source: Source, hosts: MxHost[]) => Promise<SmtpOutcome>;
+/**
+ * `stillOurs` is asked once a connection is ready, right before MAIL FROM: a
+ * wait for a connection slot may have outlasted the lease, or the row may have
+ * been cancelled; then nothing is sent ('not ours').
+ */
+export type Transmit = (job: Job, raw: Buffer, source: Source, hosts: MxHost[], stillOurs: () => Promise<boolean>) => Promise<SmtpOutcome | 'not ours'>;
 
 /** A stale pooled connection (closed by the server while idle) is replaced this many times at most. */
 const STALE_RETRIES = 3;
 
 export function createSmtpTransport(deps: SmtpTransportDeps): Transmit {
-  return async (job, raw, source, hosts) => {
+  return async (job, raw, source, hosts, stillOurs) => {
     const startedAt = deps.clock.now();
     const done = (o: Omit<SmtpOutcome, 'startedAt' | 'durationMs' | 'sourceIp'>): SmtpOutcome => ({
       ...o,
@@ -51,6 +56,10 @@ export function createSmtpTransport(deps: SmtpTransportDeps): Transmit {
       if ('error' in lease) {
         last = { mx: host.name, ...describeError(lease.error) };
         continue; // unreachable, refused at the greeting, timed out: try the next MX host
+      }
+      if (!(await stillOurs())) {
+        deps.pool.release(lease.client, true);
+        return 'not ours';
       }
       const envelope = { from: deps.returnPath(job.id), to: job.toEmail, size: raw.length, use8BitMime: hasEightBit(raw) };
       return done({ mx: host.name, ...(await sendWithRetry(deps.pool, route, open, lease, envelope, raw)) });

@@ -66,6 +66,28 @@ describe('queue', () => {
     }
   });
 
+  it('re-checks the row right before MAIL FROM: a message taken away meanwhile is not sent', async () => {
+    const sink = await startSmtpSink({ host: '127.0.0.1' });
+    const world = await startWorld({ port: sink.port });
+    try {
+      pointMx(world.dns, 'dest.test', [{ name: 'mx.dest.test', address: '127.0.0.1' }]);
+      const pick = world.mta.hooks.pickSource;
+      // Between claim and send, the row stops being ours (an operator cancels it by hand).
+      world.mta.hooks.pickSource = async (job) => {
+        await world.app.db('messages').where({ id: job.id }).update({ status: 'cancelled', next_attempt_at: null, lease_owner: null });
+        return pick(job);
+      };
+      const id = await insertMessage(world, { to: 'never@dest.test' });
+      await world.mta.runOnce();
+      assert.equal((await messageRow(world, id)).status, 'cancelled');
+      assert.equal(sink.messages.length + sink.unaccepted.length, 0);
+      assert.deepEqual(await world.app.db('message_attempts').where({ message_id: id }), []);
+    } finally {
+      await world.stop();
+      await sink.close();
+    }
+  });
+
   it('never hands one row to two concurrent claims', async () => {
     const world = await startWorld({ port: 9 });
     try {
