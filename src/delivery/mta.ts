@@ -12,7 +12,7 @@ import type { Worker } from '../modules';
 import { createClassifier } from './classify';
 import { groupCommit, type Transact } from './commit';
 import { ContentPreparer, unchanged, type PrepareContent } from './content';
-import { noSigningKeys, type SigningKeyLookup } from './dkim';
+import { cachedSigningKeys, noSigningKeys, type SigningKeyLookup } from './dkim';
 import { createDeliveryMetrics, type DeliveryMetrics } from './metrics';
 import { createMxResolver } from './mx';
 import { deliver, type PipelineDeps } from './pipeline';
@@ -73,13 +73,14 @@ export class Mta implements Worker {
       { opened: () => (this.metrics.connections.inc(), this.metrics.connectionsOpened.inc()), closed: () => this.metrics.connections.dec() },
     );
     const mx = createMxResolver(config, clock);
+    const signingKeys = cachedSigningKeys(() => this.hooks.signingKeys, () => clock.now());
     const contents = new ContentPreparer({
       db: reader,
       transact: this.transact,
       clock,
       log: deps.log,
       prepareContent: () => this.hooks.prepareContent,
-      signingKeys: () => this.hooks.signingKeys,
+      signingKeys: () => signingKeys,
     });
     this.pipeline = {
       db: reader,
