@@ -19,6 +19,7 @@ import { deliver, type PipelineDeps } from './pipeline';
 import { claim, newLeaseOwner, nextWakeAt, queueDepth, releaseStaleLeases, stillOurs } from './queue';
 import { recordOutcome, type Recorded } from './record';
 import { createSandboxTransport } from './sandbox';
+import { createSigner, type Signer } from './signer';
 import { SmtpPool } from './smtp-pool';
 import { createSourcePicker, type PickSource } from './source';
 import { createSmtpTransport } from './transmit';
@@ -44,6 +45,7 @@ export class Mta implements Worker {
   private readonly transact: Transact;
   /** A second SQLite connection for reads: in WAL mode they need not queue behind a group commit. */
   private readonly reader: Db;
+  private readonly signer: Signer;
   private readonly inflight = new Set<Promise<void>>();
   private claims = 0;
   private running = false;
@@ -81,6 +83,7 @@ export class Mta implements Worker {
       log: deps.log,
       prepareContent: () => this.hooks.prepareContent,
       signingKeys: () => signingKeys,
+      signer: (this.signer = createSigner(d.signingThreads)),
     });
     this.pipeline = {
       db: reader,
@@ -116,6 +119,7 @@ export class Mta implements Worker {
     await Promise.allSettled([...this.inflight]);
     this.pool.close();
     await this.reader.destroy();
+    await this.signer.close();
   }
 
   /** Processes everything due now, waits for it, and returns (tests with a fake clock). */
