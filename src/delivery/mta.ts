@@ -34,6 +34,8 @@ export interface DeliveryHooks {
 
 /** The longest a timer sleeps before looking again (also bounds a clock jump). */
 const MAX_SLEEP_MS = 60 * 60_000;
+/** While messages are in flight, how often the queue is looked at for retries falling due. */
+const BUSY_CHECK_MS = 1000;
 
 export class Mta implements Worker {
   readonly name = 'delivery';
@@ -52,7 +54,9 @@ export class Mta implements Worker {
   private ready: Promise<void> = Promise.resolve();
   private pumping: Promise<void> | null = null;
   private again = false;
-  private kickScheduled = false;
+  private pumpScheduled = false;
+  /** the last claim found fewer due rows than it asked for; only a kick (signal, timer) looks again */
+  private drained = false;
   private timer?: NodeJS.Timeout;
   private unsubscribe?: () => void;
 
@@ -136,40 +140,45 @@ export class Mta implements Worker {
     }
   }
 
-  /** Look at the queue now (coalesced: one pump at a time, re-run if kicked meanwhile). */
+  /** New work may be due (a signal, the timer, start): look at the queue now. */
   private kick(): void {
+    this.drained = false;
+    this.schedulePump();
+  }
+
+  /**
+   * One pump at a time; a request while one runs makes it run again. Several
+   * jobs finishing in one turn of the event loop cause one pump, not several.
+   */
+  private schedulePump(): void {
     if (!this.running) return;
     if (this.pumping) {
       this.again = true;
       return;
     }
-    this.pumping = this.pump()
-      .catch((err) => this.deps.log.error({ err }, 'delivery queue scan failed'))
-      .finally(() => {
-        this.pumping = null;
-        if (this.again) {
-          this.again = false;
-          this.kick();
-        }
-      });
-  }
-
-  /** Several jobs finishing in one turn of the event loop cause one claim, not several. */
-  private scheduleKick(): void {
-    if (this.kickScheduled || !this.running) return;
-    this.kickScheduled = true;
+    if (this.pumpScheduled) return;
+    this.pumpScheduled = true;
     setImmediate(() => {
-      this.kickScheduled = false;
-      this.kick();
+      this.pumpScheduled = false;
+      this.pumping = this.pump()
+        .catch((err) => this.deps.log.error({ err }, 'delivery queue scan failed'))
+        .finally(() => {
+          this.pumping = null;
+          if (this.again) {
+            this.again = false;
+            this.schedulePump();
+          }
+        });
     });
   }
 
+  /** Fills free slots until the queue has nothing due (drained), then arranges the next look. */
   private async pump(): Promise<void> {
-    while (this.running && this.freeSlots() > 0) {
+    while (this.running && !this.drained && this.freeSlots() > 0) {
       const asked = this.freeSlots();
-      if ((await this.claimAndLaunch()) < asked) break;
+      if ((await this.claimAndLaunch()) < asked) this.drained = true;
     }
-    if (this.running && this.freeSlots() > 0) await this.sleepUntilDue();
+    if (this.running && this.drained) await this.armTimer();
   }
 
   private freeSlots(): number {
@@ -190,12 +199,30 @@ export class Mta implements Worker {
     return jobs.length;
   }
 
-  private async sleepUntilDue(): Promise<void> {
+  /**
+   * Idle: sleep until the earliest next_attempt_at or lease expiry (no polling).
+   * Busy: finishing jobs look at the queue anyway; one light look per second
+   * covers retries that fall due meanwhile.
+   */
+  private async armTimer(): Promise<void> {
+    if (this.inflight.size > 0) {
+      if (!this.timer) this.setTimer(BUSY_CHECK_MS);
+      return;
+    }
     const at = await nextWakeAt(this.reader);
+    if (!this.running || this.inflight.size > 0) return;
+    if (at === null) return this.setTimer(null);
+    this.setTimer(Math.min(Math.max(0, at - this.deps.clock.now()), MAX_SLEEP_MS));
+  }
+
+  private setTimer(delayMs: number | null): void {
     clearTimeout(this.timer);
-    if (at === null || !this.running) return;
-    const delay = Math.min(Math.max(0, at - this.deps.clock.now()), MAX_SLEEP_MS);
-    this.timer = setTimeout(() => this.kick(), delay);
+    this.timer = undefined;
+    if (delayMs === null) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.kick();
+    }, delayMs);
     this.timer.unref();
   }
 
@@ -204,7 +231,7 @@ export class Mta implements Worker {
       .catch((err) => this.deps.log.error({ err, messageId: job.id }, 'recording a delivery outcome failed; the lease will return it to the queue'))
       .finally(() => {
         this.inflight.delete(task);
-        this.scheduleKick();
+        this.schedulePump();
       });
     this.inflight.add(task);
   }
