@@ -9,28 +9,20 @@
 import type { AppDeps } from '../deps';
 import { openDatabase, type Db } from '../db';
 import type { Worker } from '../modules';
-import { createClassifier } from './classify';
+import { assemble, type DeliveryHooks } from './assemble';
 import { groupCommit, type Transact } from './commit';
-import { ContentPreparer, unchanged, type PrepareContent } from './content';
-import { cachedSigningKeys, noSigningKeys, type SigningKeyLookup } from './dkim';
-import { createDeliveryMetrics, type DeliveryMetrics } from './metrics';
-import { createMxResolver } from './mx';
+import { unchanged } from './content';
+import { noSigningKeys } from './dkim';
+import type { DeliveryMetrics } from './metrics';
 import { deliver, type PipelineDeps } from './pipeline';
-import { claim, newLeaseOwner, nextWakeAt, queueDepth, releaseStaleLeases, stillOurs } from './queue';
+import { claim, newLeaseOwner, nextWakeAt, releaseStaleLeases } from './queue';
 import { recordOutcome, type Recorded } from './record';
-import { createSandboxTransport } from './sandbox';
-import { createSigner, type Signer } from './signer';
-import { SmtpPool } from './smtp-pool';
-import { createSourcePicker, type PickSource } from './source';
-import { createSmtpTransport } from './transmit';
+import type { Signer } from './signer';
+import type { SmtpPool } from './smtp-pool';
+import { createSourcePicker } from './source';
 import type { Job, Outcome } from './types';
-import { verpAddress } from './verp';
 
-export interface DeliveryHooks {
-  prepareContent: PrepareContent;
-  signingKeys: SigningKeyLookup;
-  pickSource: PickSource;
-}
+export type { DeliveryHooks };
 
 /** The longest a timer sleeps before looking again (also bounds a clock jump). */
 const MAX_SLEEP_MS = 60 * 60_000;
@@ -64,42 +56,14 @@ export class Mta implements Worker {
     private readonly deps: AppDeps,
     hooks: Partial<DeliveryHooks> = {},
   ) {
-    const { config, db, clock } = deps;
-    this.transact = groupCommit(db);
-    const reader = (this.reader = openDatabase(config));
+    this.transact = groupCommit(deps.db);
+    this.reader = openDatabase(deps.config);
     this.hooks = {
       prepareContent: hooks.prepareContent ?? unchanged,
       signingKeys: hooks.signingKeys ?? noSigningKeys,
-      pickSource: hooks.pickSource ?? createSourcePicker({ db: reader, config, clock }),
+      pickSource: hooks.pickSource ?? createSourcePicker({ db: this.reader, config: deps.config, clock: deps.clock }),
     };
-    this.metrics = createDeliveryMetrics(deps.metrics.registry, () => queueDepth(reader));
-    const d = config.delivery;
-    this.pool = new SmtpPool(
-      { maxPerHost: d.maxConnectionsPerDomain, maxPerSource: d.maxConnectionsPerIp, messagesPerConnection: d.messagesPerConnection, idleMs: d.idleConnectionMs },
-      { opened: () => (this.metrics.connections.inc(), this.metrics.connectionsOpened.inc()), closed: () => this.metrics.connections.dec() },
-    );
-    const mx = createMxResolver(config, clock);
-    const signingKeys = cachedSigningKeys(() => this.hooks.signingKeys, () => clock.now());
-    const contents = new ContentPreparer({
-      db: reader,
-      transact: this.transact,
-      clock,
-      log: deps.log,
-      prepareContent: () => this.hooks.prepareContent,
-      signingKeys: () => signingKeys,
-      signer: (this.signer = createSigner(d.signingThreads)),
-    });
-    this.pipeline = {
-      db: reader,
-      clock,
-      prepare: (job) => contents.prepare(job),
-      pickSource: () => this.hooks.pickSource,
-      mx,
-      transmit: createSmtpTransport({ config, clock, pool: this.pool, mx, returnPath: (id) => verpAddress(config, id) }),
-      sandbox: createSandboxTransport(clock),
-      classify: createClassifier(d.bounceRulesFile),
-      stillOurs: (job) => stillOurs(reader, job),
-    };
+    ({ pipeline: this.pipeline, pool: this.pool, signer: this.signer, metrics: this.metrics } = assemble(deps, this.reader, this.transact, this.hooks));
   }
 
   start(): void {
