@@ -7,7 +7,7 @@ import { SMTPServer } from 'smtp-server';
 import type { AddressInfo } from 'node:net';
 import { startSmtpSink, type SinkOptions, type SmtpSink } from '../support/smtp-sink';
 import { testCertificate } from '../support/tls-cert';
-import { attemptsOf, eventsOf, insertMessage, messageRow, pointMx, startWorld, type World } from './world';
+import { attemptsOf, eventsOf, sendMessage, messageRow, pointMx, startWorld, type World } from './world';
 
 async function scenario(sinkOptions: SinkOptions, config: ConfigInput, body: (world: World, sink: SmtpSink) => Promise<void>): Promise<void> {
   const sink = await startSmtpSink({ host: '127.0.0.1', ...sinkOptions });
@@ -36,7 +36,7 @@ describe('delivery on the wire', () => {
     await scenario({}, { ips }, async (world, sink) => {
       await createPool(world, 'blue', ['127.0.0.2']);
       await createPool(world, 'green', ['127.0.0.3']);
-      for (const pool of ['blue', 'green', 'blue', 'green']) await insertMessage(world, { to: `${pool}-${newId('x')}@dest.test`, ipPool: pool });
+      for (const pool of ['blue', 'green', 'blue', 'green']) await sendMessage(world, { to: `${pool}-${newId('x')}@dest.test`, ipPool: pool });
       await world.mta.runOnce();
       const received = await sink.waitFor(4);
       for (const m of received) {
@@ -53,7 +53,7 @@ describe('delivery on the wire', () => {
       { address: '127.0.0.3', hostname: 'out3.pigeon.test' },
     ];
     await scenario({}, { ips }, async (world, sink) => {
-      for (let i = 0; i < 4; i++) await insertMessage(world, { to: `r${i}@dest.test` });
+      for (let i = 0; i < 4; i++) await sendMessage(world, { to: `r${i}@dest.test` });
       await world.mta.runOnce();
       const received = await sink.waitFor(4);
       const counts = new Map<string, number>();
@@ -64,7 +64,7 @@ describe('delivery on the wire', () => {
 
   it('times out a sink that stalls mid-data, defers, and delivers once on the retry (no duplicate)', async () => {
     await scenario({ stallInData: (ctx) => ctx.attempt === 1 }, { delivery: { dataTimeoutMs: 300 } }, async (world, sink) => {
-      const id = await insertMessage(world, { to: 'slow@dest.test' });
+      const id = await sendMessage(world, { to: 'slow@dest.test' });
       await world.mta.runOnce();
       const row = await messageRow(world, id);
       assert.equal(row.status, 'deferred');
@@ -82,7 +82,7 @@ describe('delivery on the wire', () => {
   it('counts a message as delivered when the sink drops the connection right after its 250, and carries on', async () => {
     await scenario({ dropAfterData: 'after-reply' }, { delivery: { maxConnectionsPerDomain: 1 } }, async (world, sink) => {
       const ids = [];
-      for (let i = 0; i < 3; i++) ids.push(await insertMessage(world, { to: `drop${i}@dest.test` }));
+      for (let i = 0; i < 3; i++) ids.push(await sendMessage(world, { to: `drop${i}@dest.test` }));
       await world.mta.runOnce();
       await sink.waitFor(3);
       for (const id of ids) assert.equal((await messageRow(world, id)).status, 'delivered');
@@ -93,7 +93,7 @@ describe('delivery on the wire', () => {
 
   it('defers a message whose connection drops before the reply to DATA, and delivers it on the retry', async () => {
     await scenario({ dropAfterData: (ctx) => (ctx.attempt === 1 ? 'before-reply' : undefined) }, {}, async (world, sink) => {
-      const id = await insertMessage(world, { to: 'flaky@dest.test' });
+      const id = await sendMessage(world, { to: 'flaky@dest.test' });
       await world.mta.runOnce();
       const row = await messageRow(world, id);
       assert.equal(row.status, 'deferred');
@@ -108,7 +108,7 @@ describe('delivery on the wire', () => {
   it('reuses connections: 100 messages to one domain use a bounded number of connections', async () => {
     const config = { delivery: { maxConnectionsPerDomain: 2, messagesPerConnection: 30 } };
     await scenario({}, config, async (world, sink) => {
-      for (let i = 0; i < 100; i++) await insertMessage(world, { to: `bulk${i}@dest.test` });
+      for (let i = 0; i < 100; i++) await sendMessage(world, { to: `bulk${i}@dest.test` });
       await world.mta.runOnce();
       await sink.waitFor(100);
       assert.equal(new Set(sink.messages.map((m) => m.rcptTo[0])).size, 100);
@@ -121,7 +121,7 @@ describe('delivery on the wire', () => {
 
   it('upgrades with STARTTLS to a server with a self-signed certificate', async () => {
     await scenario({ tls: 'starttls' }, {}, async (world, sink) => {
-      const id = await insertMessage(world, { to: 'secret@dest.test' });
+      const id = await sendMessage(world, { to: 'secret@dest.test' });
       await world.mta.runOnce();
       const [received] = await sink.waitFor(1);
       assert.equal(received.secure, true);
@@ -153,7 +153,7 @@ describe('delivery on the wire', () => {
     const world = await startWorld({ port: (server.server.address() as AddressInfo).port });
     try {
       pointMx(world.dns, 'dest.test', [{ name: 'mx.dest.test', address: '127.0.0.1' }]);
-      const id = await insertMessage(world, { to: 'plain@dest.test' });
+      const id = await sendMessage(world, { to: 'plain@dest.test' });
       await world.mta.runOnce();
       assert.deepEqual(received, [{ secure: false, rcpt: 'plain@dest.test' }]);
       assert.equal((await messageRow(world, id)).status, 'delivered');
@@ -166,7 +166,7 @@ describe('delivery on the wire', () => {
 
   it('bounces a message larger than the SIZE the server advertises without sending it, and suppresses nothing', async () => {
     await scenario({ size: 1000 }, {}, async (world, sink) => {
-      const id = await insertMessage(world, { to: 'big@dest.test', body: 'x'.repeat(5000) });
+      const id = await sendMessage(world, { to: 'big@dest.test', body: 'x'.repeat(5000) });
       await world.mta.runOnce();
       assert.equal((await messageRow(world, id)).status, 'bounced');
       assert.equal(sink.unaccepted.length, 0, 'no DATA was sent');

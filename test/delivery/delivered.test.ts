@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { startSmtpSink } from '../support/smtp-sink';
 import { verifyDkim } from '../support/mail';
 import { parseVerp } from '../../src/delivery/verp';
-import { attemptsOf, eventsOf, insertMessage, messageRow, pointMx, startWorld } from './world';
+import { attemptsOf, eventsOf, messageRow, pointMx, sendBatch, sendMessage, startWorld } from './world';
 
 describe('delivery end to end', () => {
   it('delivers a message whose DKIM signature verifies on the received bytes, with the VERP return-path in the envelope', async () => {
@@ -12,7 +12,7 @@ describe('delivery end to end', () => {
     const world = await startWorld({ port: sink.port });
     try {
       pointMx(world.dns, 'dest.test', [{ name: 'mx.dest.test', address: '127.0.0.1' }]);
-      const id = await insertMessage(world, { to: 'alice@dest.test', subject: 'Signed and sealed' });
+      const id = await sendMessage(world, { to: 'alice@dest.test', subject: 'Signed and sealed' });
       await world.mta.runOnce();
 
       const [received] = await sink.waitFor(1);
@@ -54,10 +54,9 @@ describe('delivery end to end', () => {
     const world = await startWorld({ port: sink.port });
     try {
       pointMx(world.dns, 'dest.test', [{ name: 'mx.dest.test', address: '127.0.0.1' }]);
-      const first = await insertMessage(world, { to: 'a@dest.test' });
-      const { content_id: contentId } = await messageRow(world, first);
-      await insertMessage(world, { to: 'b@dest.test', contentId });
-      await insertMessage(world, { to: 'c@dest.test', contentId });
+      const ids = await sendBatch(world, { to: ['a@dest.test', 'b@dest.test', 'c@dest.test'] });
+      const contents = new Set(await Promise.all(ids.map(async (id) => (await messageRow(world, id)).content_id)));
+      assert.equal(contents.size, 1, 'the copies of one send share their content');
       await world.mta.runOnce();
       const received = await sink.waitFor(3);
       const signatures = received.map((m) => /^DKIM-Signature:[^]*?\r\n(?=\S)/m.exec(m.raw.toString())?.[0]);
@@ -74,8 +73,8 @@ describe('delivery end to end', () => {
     const world = await startWorld({ port: sink.port });
     try {
       pointMx(world.dns, 'dest.test', [{ name: 'mx.dest.test', address: '127.0.0.1' }]);
-      const later = await insertMessage(world, { to: 'later@dest.test', sendAt: world.clock.now() + 3_600_000 });
-      const cancelled = await insertMessage(world, { to: 'cancelled@dest.test', sendAt: world.clock.now() + 60_000 });
+      const later = await sendMessage(world, { to: 'later@dest.test', sendAt: world.clock.now() + 3_600_000 });
+      const cancelled = await sendMessage(world, { to: 'cancelled@dest.test', sendAt: world.clock.now() + 60_000 });
       await world.app.db('messages').where({ id: cancelled }).update({ status: 'cancelled', next_attempt_at: null });
       await world.mta.runOnce();
       assert.equal((await messageRow(world, later)).status, 'scheduled');

@@ -2,7 +2,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { startSmtpSink, type SmtpSink } from '../support/smtp-sink';
-import { attemptsOf, eventsOf, insertMessage, messageRow, pointMx, startWorld, type World } from './world';
+import { attemptsOf, eventsOf, sendMessage, messageRow, pointMx, startWorld, type World } from './world';
 
 /** Two "MX hosts" on 127.0.0.2 and 127.0.0.3 sharing one port number (delivery.port is one setting). */
 async function twoSinks(first: Parameters<typeof startSmtpSink>[0] = {}): Promise<[SmtpSink, SmtpSink]> {
@@ -26,7 +26,7 @@ describe('MX resolution', () => {
     const [primary, backup] = await twoSinks({ reply: (ctx) => (ctx.stage === 'connect' ? { code: 421, message: '4.3.2 busy' } : undefined) });
     await withWorld(primary.port, async (world) => {
       pointMx(world.dns, 'dest.test', [{ name: 'mx1.dest.test', address: '127.0.0.2', priority: 10 }, { name: 'mx2.dest.test', address: '127.0.0.3', priority: 20 }]);
-      const id = await insertMessage(world, { to: 'bob@dest.test' });
+      const id = await sendMessage(world, { to: 'bob@dest.test' });
       await world.mta.runOnce();
       await backup.waitFor(1);
       assert.equal(primary.messages.length, 0);
@@ -41,7 +41,7 @@ describe('MX resolution', () => {
     await withWorld(backup.port, async (world) => {
       // nothing listens on 127.0.0.4: connection refused
       pointMx(world.dns, 'dest.test', [{ name: 'dead.dest.test', address: '127.0.0.4', priority: 5 }, { name: 'live.dest.test', address: '127.0.0.3', priority: 50 }]);
-      const id = await insertMessage(world, { to: 'bob@dest.test' });
+      const id = await sendMessage(world, { to: 'bob@dest.test' });
       await world.mta.runOnce();
       await backup.waitFor(1);
       assert.equal((await messageRow(world, id)).status, 'delivered');
@@ -52,7 +52,7 @@ describe('MX resolution', () => {
     const sink = await startSmtpSink({ host: '127.0.0.2' });
     await withWorld(sink.port, async (world) => {
       world.dns.set('plain.test', [{ type: 'A', data: '127.0.0.2' }]);
-      const id = await insertMessage(world, { to: 'carol@plain.test' });
+      const id = await sendMessage(world, { to: 'carol@plain.test' });
       await world.mta.runOnce();
       await sink.waitFor(1);
       assert.equal((await attemptsOf(world, id))[0].mx_host, 'plain.test');
@@ -64,7 +64,7 @@ describe('MX resolution', () => {
     const sink = await startSmtpSink({ host: '127.0.0.2' });
     await withWorld(sink.port, async (world) => {
       world.dns.set('nomail.test', [{ type: 'MX', data: { preference: 0, exchange: '.' } }, { type: 'A', data: '127.0.0.2' }]);
-      const id = await insertMessage(world, { to: 'dave@nomail.test' });
+      const id = await sendMessage(world, { to: 'dave@nomail.test' });
       await world.mta.runOnce();
       const row = await messageRow(world, id);
       assert.equal(row.status, 'bounced');
@@ -81,7 +81,7 @@ describe('MX resolution', () => {
   it('bounces hard when the recipient domain does not exist (NXDOMAIN)', async () => {
     const sink = await startSmtpSink({ host: '127.0.0.2' });
     await withWorld(sink.port, async (world) => {
-      const id = await insertMessage(world, { to: 'erin@no-such-domain.test' });
+      const id = await sendMessage(world, { to: 'erin@no-such-domain.test' });
       await world.mta.runOnce();
       assert.equal((await messageRow(world, id)).status, 'bounced');
       const [bounce] = (await eventsOf(world, id)).filter((e) => e.type === 'message.bounced');
@@ -94,7 +94,7 @@ describe('MX resolution', () => {
     const sink = await startSmtpSink({ host: '127.0.0.2' });
     await withWorld(sink.port, async (world) => {
       world.dns.set('flaky.test', 'SERVFAIL');
-      const id = await insertMessage(world, { to: 'frank@flaky.test' });
+      const id = await sendMessage(world, { to: 'frank@flaky.test' });
       await world.mta.runOnce();
       let row = await messageRow(world, id);
       assert.equal(row.status, 'deferred');

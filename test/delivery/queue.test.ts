@@ -11,7 +11,7 @@ import { recordOutcome } from '../../src/delivery/record';
 import type { Outcome } from '../../src/delivery/types';
 import { testConfig } from '../support/app';
 import { startSmtpSink } from '../support/smtp-sink';
-import { deliveryConfig, insertMessage, messageRow, pointMx, startWorld } from './world';
+import { deliveryConfig, eventsOf, messageRow, pointMx, sendMessage, startWorld } from './world';
 
 const delivered = (now: number): Outcome => ({
   kind: 'delivered',
@@ -25,7 +25,7 @@ describe('queue', () => {
     const { dataDir } = world.app;
     pointMx(world.dns, 'dest.test', [{ name: 'mx.dest.test', address: '127.0.0.1' }]);
     world.app.deps.signals.emit = () => {}; // keep the first MTA from picking it up
-    const id = await insertMessage(world, { to: 'survivor@dest.test' });
+    const id = await sendMessage(world, { to: 'survivor@dest.test' });
     // What a process killed mid-send leaves behind: a live-looking lease of an owner that no longer exists.
     await world.app.db('messages').where({ id }).update({ status: 'sending', lease_owner: 'mta-dead.1', lease_expires_at: world.clock.now() + 600_000 });
     await world.app.close();
@@ -47,7 +47,7 @@ describe('queue', () => {
     const world = await startWorld({ port: 9 });
     try {
       world.app.deps.signals.emit = () => {};
-      const id = await insertMessage(world, { to: 'x@dest.test' });
+      const id = await sendMessage(world, { to: 'x@dest.test' });
       const deps = { transact: ownTransaction(world.app.db), clock: world.clock, config: world.app.config };
       const leaseMs = 1000;
       const [first] = await claim(world.app.db, { owner: 'a.1', now: world.clock.now(), leaseMs, limit: 10 });
@@ -60,7 +60,7 @@ describe('queue', () => {
       assert.equal(await recordOutcome(deps, first, delivered(world.clock.now())), null);
       assert.equal((await messageRow(world, id)).status, 'sending');
       assert.deepEqual(await recordOutcome(deps, second, delivered(world.clock.now())), { result: 'delivered', events: 2 });
-      assert.equal((await world.app.db('events').where({ message_id: id })).length, 2, 'events only from the owner');
+      assert.equal((await eventsOf(world, id)).length, 2, 'events only from the owner');
     } finally {
       await world.stop();
     }
@@ -77,7 +77,7 @@ describe('queue', () => {
         await world.app.db('messages').where({ id: job.id }).update({ status: 'cancelled', next_attempt_at: null, lease_owner: null });
         return pick(job);
       };
-      const id = await insertMessage(world, { to: 'never@dest.test' });
+      const id = await sendMessage(world, { to: 'never@dest.test' });
       await world.mta.runOnce();
       assert.equal((await messageRow(world, id)).status, 'cancelled');
       assert.equal(sink.messages.length + sink.unaccepted.length, 0);
@@ -92,7 +92,7 @@ describe('queue', () => {
     const world = await startWorld({ port: 9 });
     try {
       world.app.deps.signals.emit = () => {};
-      for (let i = 0; i < 30; i++) await insertMessage(world, { to: `r${i}@dest.test` });
+      for (let i = 0; i < 30; i++) await sendMessage(world, { to: `r${i}@dest.test` });
       const now = world.clock.now();
       const batches = await Promise.all(['a', 'b', 'c'].map((o) => claim(world.app.db, { owner: o, now, leaseMs: 60_000, limit: 12 })));
       const ids = batches.flat().map((j) => j.id);
@@ -108,9 +108,9 @@ describe('queue', () => {
     const world = await startWorld({ port: sink.port });
     try {
       pointMx(world.dns, 'dest.test', [{ name: 'mx.dest.test', address: '127.0.0.1' }]);
-      await insertMessage(world, { to: 'now@dest.test' });
-      await insertMessage(world, { to: 'later@dest.test' });
-      await insertMessage(world, { to: 'tomorrow@dest.test', sendAt: world.clock.now() + 86_400_000 });
+      await sendMessage(world, { to: 'now@dest.test' });
+      await sendMessage(world, { to: 'later@dest.test' });
+      await sendMessage(world, { to: 'tomorrow@dest.test', sendAt: world.clock.now() + 86_400_000 });
       await world.mta.runOnce();
       const text = await (await fetch(`${world.app.http.url}/metrics`)).text();
       assert.match(text, /^pigeon_queue_messages\{status="deferred"\} 1$/m);

@@ -2,7 +2,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { startSmtpSink, type SinkOptions, type SmtpSink } from '../support/smtp-sink';
-import { attemptsOf, eventsOf, insertMessage, messageRow, pointMx, startWorld, type World } from './world';
+import { attemptsOf, eventsOf, sendMessage, messageRow, pointMx, startWorld, type World } from './world';
 
 const MINUTE = 60_000;
 
@@ -34,7 +34,7 @@ describe('retries and bounces', () => {
   it('defers on 451 twice, retrying after 1 and 5 minutes, then delivers', async () => {
     const reply: SinkOptions['reply'] = (ctx) => (ctx.stage === 'rcpt' && ctx.attempt <= 2 ? { code: 451, message: '4.7.1 greylisted, come back later' } : undefined);
     await scenario(reply, async (world, sink) => {
-      const id = await insertMessage(world, { to: 'grey@dest.test' });
+      const id = await sendMessage(world, { to: 'grey@dest.test' });
       await world.mta.runOnce();
       let row = await messageRow(world, id);
       assert.equal(row.status, 'deferred');
@@ -63,7 +63,7 @@ describe('retries and bounces', () => {
     const reply: SinkOptions['reply'] = (ctx) => (ctx.stage === 'rcpt' ? { code: 452, message: '4.2.2 mailbox over quota' } : undefined);
     await scenario(reply, async (world) => {
       const accepted = world.clock.now();
-      const id = await insertMessage(world, { to: 'full@dest.test' });
+      const id = await sendMessage(world, { to: 'full@dest.test' });
       await world.mta.runOnce();
       const waits: number[] = [];
       while ((await messageRow(world, id)).status === 'deferred') waits.push(await nextAttempt(world, id));
@@ -85,7 +85,7 @@ describe('retries and bounces', () => {
   it('bounces hard on 550 5.1.1, suppresses the address, and the next send to it ends suppressed', async () => {
     const reply: SinkOptions['reply'] = (ctx) => (ctx.stage === 'rcpt' && ctx.rcpt === 'gone@dest.test' ? { code: 550, message: '5.1.1 <gone@dest.test>: user unknown' } : undefined);
     await scenario(reply, async (world, sink) => {
-      const id = await insertMessage(world, { to: 'gone@dest.test' });
+      const id = await sendMessage(world, { to: 'gone@dest.test' });
       await world.mta.runOnce();
       assert.equal((await messageRow(world, id)).status, 'bounced');
       const [bounce] = (await eventsOf(world, id)).filter((e) => e.type === 'message.bounced');
@@ -99,7 +99,7 @@ describe('retries and bounces', () => {
       assert.equal(suppression.source_message_id, id);
 
       const connections = sink.connections;
-      const again = await insertMessage(world, { to: 'Gone@dest.test' });
+      const again = await sendMessage(world, { to: 'Gone@dest.test' });
       await world.mta.runOnce();
       const row = await messageRow(world, again);
       assert.equal(row.status, 'suppressed');
@@ -112,7 +112,7 @@ describe('retries and bounces', () => {
   it('bounces soft on 552 5.2.2 (mailbox full) without suppressing', async () => {
     const reply: SinkOptions['reply'] = (ctx) => (ctx.stage === 'rcpt' ? { code: 552, message: '5.2.2 mailbox full' } : undefined);
     await scenario(reply, async (world) => {
-      const id = await insertMessage(world, { to: 'stuffed@dest.test' });
+      const id = await sendMessage(world, { to: 'stuffed@dest.test' });
       await world.mta.runOnce();
       const [bounce] = (await eventsOf(world, id)).filter((e) => e.type === 'message.bounced');
       assert.deepEqual([bounce.data.type, bounce.data.category], ['soft', 'mailbox_full']);

@@ -2,7 +2,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { startSmtpSink, type SmtpSink } from '../support/smtp-sink';
-import { attemptsOf, eventsOf, insertMessage, messageRow, pointMx, startWorld, type World } from './world';
+import { attemptsOf, eventsOf, sendMessage, messageRow, pointMx, startWorld, type World } from './world';
 
 async function sandbox(body: (world: World, sink: SmtpSink) => Promise<void>): Promise<void> {
   const sink = await startSmtpSink({ host: '127.0.0.1' });
@@ -33,7 +33,7 @@ async function untilSettled(world: World, id: string): Promise<string[]> {
 describe('sandbox', () => {
   it('walks an ordinary message through sent and delivered, signed, with events marked sandbox', async () => {
     await sandbox(async (world) => {
-      const id = await insertMessage(world, { to: 'alice@dest.test', mode: 'test' });
+      const id = await sendMessage(world, { to: 'alice@dest.test', mode: 'test' });
       await world.mta.runOnce();
       const row = await messageRow(world, id);
       assert.equal(row.status, 'delivered');
@@ -50,7 +50,7 @@ describe('sandbox', () => {
 
   it('sends a message from a domain without a key unsigned, and says so', async () => {
     await sandbox(async (world) => {
-      const id = await insertMessage(world, { to: 'alice@dest.test', mode: 'test', from: 'app@keyless.test' });
+      const id = await sendMessage(world, { to: 'alice@dest.test', mode: 'test', from: 'app@keyless.test' });
       await world.mta.runOnce();
       const row = await messageRow(world, id);
       assert.equal(row.status, 'delivered');
@@ -63,7 +63,7 @@ describe('sandbox', () => {
 
   it('bounce@simulator.invalid bounces hard and suppresses the address', async () => {
     await sandbox(async (world) => {
-      const id = await insertMessage(world, { to: 'bounce@simulator.invalid', mode: 'test' });
+      const id = await sendMessage(world, { to: 'bounce@simulator.invalid', mode: 'test' });
       assert.deepEqual(await untilSettled(world, id), ['bounced']);
       const [bounce] = await eventsOf(world, id);
       assert.equal(bounce.type, 'message.bounced');
@@ -75,7 +75,7 @@ describe('sandbox', () => {
   it('soft-bounce@simulator.invalid is deferred, then bounces soft', async () => {
     await sandbox(async (world) => {
       const accepted = world.clock.now();
-      const id = await insertMessage(world, { to: 'soft-bounce@simulator.invalid', mode: 'test' });
+      const id = await sendMessage(world, { to: 'soft-bounce@simulator.invalid', mode: 'test' });
       assert.deepEqual(await untilSettled(world, id), ['deferred', 'bounced']);
       assert.ok(world.clock.now() - accepted <= 1_100, 'sandbox retries come after seconds, not minutes');
       const events = await eventsOf(world, id);
@@ -86,7 +86,7 @@ describe('sandbox', () => {
 
   it('complaint@simulator.invalid is delivered, then complained about, and suppressed', async () => {
     await sandbox(async (world) => {
-      const id = await insertMessage(world, { to: 'complaint@simulator.invalid', mode: 'test' });
+      const id = await sendMessage(world, { to: 'complaint@simulator.invalid', mode: 'test' });
       assert.deepEqual(await untilSettled(world, id), ['delivered']);
       const events = await eventsOf(world, id);
       assert.deepEqual(events.map((e) => e.type), ['message.sent', 'message.delivered', 'message.complained']);
@@ -97,7 +97,7 @@ describe('sandbox', () => {
 
   it('delay@simulator.invalid is deferred twice, then delivered', async () => {
     await sandbox(async (world) => {
-      const id = await insertMessage(world, { to: 'delay@simulator.invalid', mode: 'test' });
+      const id = await sendMessage(world, { to: 'delay@simulator.invalid', mode: 'test' });
       assert.deepEqual(await untilSettled(world, id), ['deferred', 'deferred', 'delivered']);
       assert.deepEqual((await attemptsOf(world, id)).map((a: { smtp_code: number }) => a.smtp_code), [451, 451, 250]);
       assert.deepEqual((await eventsOf(world, id)).map((e) => e.type), ['message.sent', 'message.delivered']);
@@ -106,12 +106,12 @@ describe('sandbox', () => {
 
   it('a +tag keeps the simulator behaviour, so repeated tests are not stopped by the first suppression', async () => {
     await sandbox(async (world) => {
-      const first = await insertMessage(world, { to: 'bounce+1@simulator.invalid', mode: 'test' });
-      const second = await insertMessage(world, { to: 'bounce+2@simulator.invalid', mode: 'test' });
+      const first = await sendMessage(world, { to: 'bounce+1@simulator.invalid', mode: 'test' });
+      const second = await sendMessage(world, { to: 'bounce+2@simulator.invalid', mode: 'test' });
       await world.mta.runOnce();
       assert.equal((await messageRow(world, first)).status, 'bounced');
       assert.equal((await messageRow(world, second)).status, 'bounced');
-      const again = await insertMessage(world, { to: 'bounce+1@simulator.invalid', mode: 'test' });
+      const again = await sendMessage(world, { to: 'bounce+1@simulator.invalid', mode: 'test' });
       await world.mta.runOnce();
       assert.equal((await messageRow(world, again)).status, 'suppressed');
     });

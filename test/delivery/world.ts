@@ -2,14 +2,13 @@
  * A small world for delivery tests: the appliance (fake clock unless told
  * otherwise), a test DNS server it resolves through, one or more SMTP sinks
  * standing in for recipient MX hosts, and a DKIM key published in that DNS.
- * `insertMessage` writes accepted messages the way the messages module does
- * (content + one row per recipient, then the queueChanged signal).
+ * Messages are sent through POST /v1/messages/send, with a live key or the
+ * sandbox key.
  */
 import { FakeClock, type Clock } from '../../src/clock';
 import type { ConfigInput } from '../../src/config';
-import { newId } from '../../src/ids';
 import type { Mta } from '../../src/delivery/mta';
-import { startTestApp, type TestApp } from '../support/app';
+import { createKey, startTestApp, type ApiClient, type TestApp } from '../support/app';
 import { startDnsServer, type TestDnsServer } from '../support/dns-server';
 import { mergeDeep } from '../support/merge';
 import { addDomain, publish, verify } from '../domains/helpers';
@@ -24,6 +23,8 @@ export interface World {
   accountId: string;
   /** DKIM selector of the sending domain's active key */
   selector: string;
+  /** API client with a live key (the app's own `api` has the sandbox key) */
+  live: ApiClient;
   stop(): Promise<void>;
 }
 
@@ -44,6 +45,7 @@ export async function startWorld(opts: { port: number; config?: ConfigInput; clo
   const app = await startTestApp(deliveryConfig(dns.address, opts.port, opts.config), { clock: clock as Clock });
   const mta = app.workers.find((w) => w.name === 'delivery') as Mta;
   const selector = await verifiedDomain(app, dns, SENDER_DOMAIN);
+  const live = app.api.withKey(await createKey(app, 'live', ['messages:send', 'messages:read']));
   const account = await app.db('accounts').first('id');
   return {
     app,
@@ -52,6 +54,7 @@ export async function startWorld(opts: { port: number; config?: ConfigInput; clo
     mta,
     accountId: account.id,
     selector,
+    live,
     async stop() {
       await app.stop();
       if (!opts.dns) await dns.close();
@@ -75,69 +78,34 @@ export function pointMx(dns: TestDnsServer, domain: string, hosts: Array<{ name:
 }
 
 export interface NewMessage {
-  to: string;
+  to: string | string[];
   from?: string;
+  /** test: the bootstrap sandbox key; live (default): a live key */
   mode?: 'test' | 'live';
   ipPool?: string;
   subject?: string;
   body?: string;
   sendAt?: number;
-  /** share one content row between several recipients */
-  contentId?: string;
 }
 
-export function rawMessage(m: { from: string; to: string; subject: string; body: string; messageId: string }): Buffer {
-  return Buffer.from(
-    [
-      `From: Sender <${m.from}>`,
-      `To: <${m.to}>`,
-      `Subject: ${m.subject}`,
-      `Message-ID: <${m.messageId}>`,
-      'Date: Mon, 05 Jan 2026 09:00:00 +0000',
-      'MIME-Version: 1.0',
-      'Content-Type: text/plain; charset=utf-8',
-      'Content-Transfer-Encoding: 7bit',
-      '',
-      m.body,
-      '',
-    ].join('\r\n'),
-  );
-}
-
-/** Writes an accepted message as the accept path does, and wakes the MTA. Returns its id. */
-export async function insertMessage(world: World, m: NewMessage): Promise<string> {
-  const now = world.clock.now();
-  const id = newId('msg');
-  const from = m.from ?? `app@${SENDER_DOMAIN}`;
-  const headerId = `${id}@mta.pigeon.test`;
-  let contentId = m.contentId;
-  if (!contentId) {
-    contentId = newId('cnt');
-    const raw = rawMessage({ from, to: m.to, subject: m.subject ?? 'Hello', body: m.body ?? 'A test message.', messageId: headerId });
-    await world.app.db('message_contents').insert({ id: contentId, raw, size: raw.length, signed: false, created_at: now });
-  }
-  await world.app.db('messages').insert({
-    id,
-    account_id: world.accountId,
-    mode: m.mode ?? 'live',
-    status: m.sendAt ? 'scheduled' : 'queued',
-    batch_id: newId('bat'),
-    content_id: contentId,
-    from_email: from,
-    to_email: m.to,
-    recipient_domain: m.to.split('@')[1],
-    sending_domain: from.split('@')[1],
-    domain_verified: true,
-    ip_pool: m.ipPool ?? null,
-    message_id_header: headerId,
-    source: 'api',
-    send_at: m.sendAt ?? null,
-    next_attempt_at: m.sendAt ?? now,
-    created_at: now,
-    updated_at: now,
+/** Sends through POST /v1/messages/send and returns the message ids, one per recipient. */
+export async function sendBatch(world: World, m: NewMessage): Promise<string[]> {
+  const api = m.mode === 'test' ? world.app.api : world.live;
+  const res = await api.post('/v1/messages/send', {
+    from: m.from ?? `App <app@${SENDER_DOMAIN}>`,
+    to: Array.isArray(m.to) ? m.to : [m.to],
+    subject: m.subject ?? 'Hello',
+    text: m.body ?? 'A test message.',
+    ...(m.ipPool ? { ip_pool: m.ipPool } : {}),
+    ...(m.sendAt ? { send_at: new Date(m.sendAt).toISOString() } : {}),
   });
-  world.app.deps.signals.emit('queueChanged');
-  return id;
+  if (res.status !== 202) throw new Error(`send failed: ${res.status} ${res.text}`);
+  return (res.body.data as Array<{ id: string }>).map((d) => d.id);
+}
+
+/** Sends one message (one recipient) and returns its id. */
+export async function sendMessage(world: World, m: NewMessage & { to: string }): Promise<string> {
+  return (await sendBatch(world, m))[0];
 }
 
 export async function messageRow(world: World, id: string) {
@@ -148,7 +116,8 @@ export async function attemptsOf(world: World, id: string) {
   return world.app.db('message_attempts').where({ message_id: id }).orderBy('id');
 }
 
+/** The events the MTA recorded for a message, oldest first (message.queued, the accept path's, left out). */
 export async function eventsOf(world: World, id: string): Promise<Array<{ type: string; data: Record<string, unknown> }>> {
-  const rows = await world.app.db('events').where({ message_id: id }).orderBy('created_at').orderBy('id');
+  const rows = await world.app.db('events').where({ message_id: id }).whereNot({ type: 'message.queued' }).orderBy('created_at').orderBy('id');
   return rows.map((r: { type: string; data: string }) => ({ type: r.type, data: JSON.parse(r.data) }));
 }
