@@ -7,7 +7,7 @@ import { SMTPServer } from 'smtp-server';
 import type { AddressInfo } from 'node:net';
 import { startSmtpSink, type SinkOptions, type SmtpSink } from '../support/smtp-sink';
 import { testCertificate } from '../support/tls-cert';
-import { attemptsOf, eventsOf, sendMessage, messageRow, pointMx, startWorld, type World } from './world';
+import { type World, attemptsOf, eventsOf, messageRow, pointMx, sendBatch, sendMessage, startWorld } from './world';
 
 async function scenario(sinkOptions: SinkOptions, config: ConfigInput, body: (world: World, sink: SmtpSink) => Promise<void>): Promise<void> {
   const sink = await startSmtpSink({ host: '127.0.0.1', ...sinkOptions });
@@ -108,7 +108,7 @@ describe('delivery on the wire', () => {
   it('reuses connections: 100 messages to one domain use a bounded number of connections', async () => {
     const config = { delivery: { maxConnectionsPerDomain: 2, messagesPerConnection: 30 } };
     await scenario({}, config, async (world, sink) => {
-      for (let i = 0; i < 100; i++) await sendMessage(world, { to: `bulk${i}@dest.test` });
+      for (let batch = 0; batch < 2; batch++) await sendBatch(world, { to: Array.from({ length: 50 }, (_, i) => `bulk${batch * 50 + i}@dest.test`) });
       await world.mta.runOnce();
       await sink.waitFor(100);
       assert.equal(new Set(sink.messages.map((m) => m.rcptTo[0])).size, 100);
