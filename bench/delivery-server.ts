@@ -1,9 +1,11 @@
 /**
  * The appliance under the delivery benchmark, in a child process of its own
  * so the load generator and the sink do not share its event loop or its RSS.
- * Everything runs, MTA included. Config overrides come as JSON in argv[2];
- * it reports `ready` (URL and the bootstrap key) and answers `stats` with its
- * peak RSS and CPU time.
+ * Everything runs, MTA included, unless argv[3] is 'accept-only' (then the
+ * workers are stopped and accepted mail stays queued). Config overrides come
+ * as JSON in argv[2] (a `dataDir` there is kept; otherwise a temporary one is
+ * made and removed); it reports `ready` (URL and the first-start key) and
+ * answers `stats` with its peak RSS and CPU time.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -18,7 +20,8 @@ export interface DeliveryServerReady {
 
 async function main(): Promise<void> {
   const overrides = JSON.parse(process.argv[2] ?? '{}') as Record<string, unknown>;
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'pigeon-bench-delivery-'));
+  const ownDir = typeof overrides.dataDir !== 'string';
+  const dataDir = ownDir ? fs.mkdtempSync(path.join(os.tmpdir(), 'pigeon-bench-delivery-')) : (overrides.dataDir as string);
   const app = await createApp({
     ...overrides,
     dataDir,
@@ -27,6 +30,7 @@ async function main(): Promise<void> {
     smtp: { submission: { port: 0 }, inbound: { port: 0 } },
     rateLimit: { requestsPerSecond: 1e6, burst: 1e6 },
   });
+  if (process.argv[3] === 'accept-only') await Promise.all(app.workers.map((w) => w.stop()));
   process.on('message', async (msg: { type: string }) => {
     if (msg.type === 'stats') {
       const cpu = process.cpuUsage();
@@ -34,7 +38,7 @@ async function main(): Promise<void> {
     }
     if (msg.type === 'stop') {
       await app.close();
-      fs.rmSync(dataDir, { recursive: true, force: true });
+      if (ownDir) fs.rmSync(dataDir, { recursive: true, force: true });
       process.exit(0);
     }
   });

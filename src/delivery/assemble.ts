@@ -8,7 +8,6 @@
 import type { AppDeps } from '../deps';
 import type { Db } from '../db';
 import { createClassifier } from './classify';
-import type { Transact } from './commit';
 import { ContentPreparer, type PrepareContent } from './content';
 import { cachedSigningKeys, type SigningKeyLookup } from './dkim';
 import { createDeliveryMetrics, type DeliveryMetrics } from './metrics';
@@ -35,7 +34,7 @@ export interface MtaParts {
   metrics: DeliveryMetrics;
 }
 
-export function assemble(deps: AppDeps, reader: Db, transact: Transact, hooks: DeliveryHooks): MtaParts {
+export function assemble(deps: AppDeps, reader: Db, hooks: DeliveryHooks): MtaParts {
   const { config, clock } = deps;
   const d = config.delivery;
   const metrics = createDeliveryMetrics(deps.metrics.registry, () => queueDepth(reader));
@@ -47,7 +46,6 @@ export function assemble(deps: AppDeps, reader: Db, transact: Transact, hooks: D
   const signingKeys = cachedSigningKeys(() => hooks.signingKeys, () => clock.now());
   const contents = new ContentPreparer({
     db: reader,
-    transact,
     clock,
     log: deps.log,
     prepareContent: () => hooks.prepareContent,

@@ -5,9 +5,13 @@
  * 1. `prepareContent` (the tracking module's hook) may rewrite a message that
  *    asks for open/click tracking or List-Unsubscribe. A rewritten message gets
  *    its own content row, since its bytes are no longer its siblings'.
- * 2. DKIM: the From domain's active key signs the bytes, which are stored
- *    signed. Copies of one send share their content and so one signature;
- *    the first copy to get here signs, the others read the result.
+ * 2. DKIM: the From domain's active key signs the bytes. Copies of one send
+ *    share their content and so one signature: the first copy to get here
+ *    signs, copies in flight at the same time wait for that signature, later
+ *    ones read the stored bytes.
+ *
+ * The signed bytes are stored with the outcome of the first attempt (record
+ * step), in its transaction; every retry sends exactly those bytes.
  *
  * A sandbox message from a domain without a key goes out unsigned, and the
  * content row says so (`dkim` column), as does the log.
@@ -16,7 +20,6 @@ import type { Db } from '../db';
 import type { Logger } from '../logger';
 import type { Clock } from '../clock';
 import { newId } from '../ids';
-import type { Transact } from './commit';
 import type { SigningKeyLookup } from './dkim';
 import type { Signer } from './signer';
 import type { Job } from './types';
@@ -28,7 +31,6 @@ export const unchanged: PrepareContent = (_job, raw) => raw;
 
 export interface ContentDeps {
   db: Db;
-  transact: Transact;
   clock: Clock;
   log: Logger;
   prepareContent: () => PrepareContent;
@@ -38,12 +40,22 @@ export interface ContentDeps {
 
 export type Prepared = { raw: Buffer } | { missing: true };
 
+interface Signed {
+  bytes: Buffer;
+  note: string;
+}
+
 export class ContentPreparer {
-  /** Shared contents being signed right now: siblings claimed together wait for one signature. */
-  private readonly signing = new Map<string, Promise<Prepared>>();
+  /** Shared contents signed and not yet stored: siblings in flight together use one signature. */
+  private readonly signing = new Map<string, Promise<Signed>>();
 
   constructor(private readonly deps: ContentDeps) {}
 
+  /**
+   * The bytes to send. When they are new (signed now), `job.pendingContent`
+   * stores them in the transaction that records the attempt's outcome, so
+   * preparing costs no commit of its own; retries then read them back.
+   */
   async prepare(job: Job): Promise<Prepared> {
     const row = await this.deps.db('message_contents').where({ id: job.contentId }).first('raw', 'signed');
     if (!row) return { missing: true };
@@ -51,42 +63,41 @@ export class ContentPreparer {
     if (row.signed) return { raw: stored };
     if (job.trackOpens || job.trackClicks || job.listUnsubscribe) {
       const raw = await this.deps.prepareContent()(job, stored);
-      if (raw !== stored && !raw.equals(stored)) return this.signOwn(job, raw);
+      if (raw !== stored && !raw.equals(stored)) return this.ownContent(job, await sign(this.deps, job, raw));
     }
-    let pending = this.signing.get(job.contentId);
+    const contentId = job.contentId;
+    let pending = this.signing.get(contentId);
     if (!pending) {
-      const contentId = job.contentId;
-      pending = this.signShared(job, stored).finally(() => this.signing.delete(contentId));
+      pending = sign(this.deps, job, stored);
       this.signing.set(contentId, pending);
+      pending.catch(() => this.signing.delete(contentId));
     }
-    return pending;
+    const signed = await pending;
+    job.pendingContent = {
+      write: async (trx) => {
+        // The first copy to record stores the signature; a sibling's later write finds it signed and changes nothing.
+        await trx('message_contents').where({ id: contentId, signed: false }).update({ raw: signed.bytes, size: signed.bytes.length, signed: true, dkim: signed.note });
+      },
+      settled: () => this.signing.delete(contentId),
+    };
+    return { raw: signed.bytes };
   }
 
-  /** Signs a shared content and stores it; if another worker stored a signature first, that one wins. */
-  private async signShared(job: Job, raw: Buffer): Promise<Prepared> {
-    const { bytes, note } = await sign(this.deps, job, raw);
-    return this.deps.transact(async (trx) => {
-      const updated = await trx('message_contents').where({ id: job.contentId, signed: false }).update({ raw: bytes, size: bytes.length, signed: true, dkim: note });
-      if (updated) return { raw: bytes };
-      const signed = await trx('message_contents').where({ id: job.contentId }).first('raw');
-      return { raw: toBuffer(signed.raw) };
-    });
-  }
-
-  /** The rewritten bytes become this message's own content; its siblings keep the shared row. */
-  private async signOwn(job: Job, raw: Buffer): Promise<Prepared> {
-    const { bytes, note } = await sign(this.deps, job, raw);
+  /** Rewritten bytes become this message's own content; its siblings keep the shared row. */
+  private ownContent(job: Job, signed: Signed): Prepared {
     const id = newId('cnt');
-    await this.deps.transact(async (trx) => {
-      await trx('message_contents').insert({ id, raw: bytes, size: bytes.length, signed: true, dkim: note, created_at: this.deps.clock.now() });
-      await trx('messages').where({ id: job.id, lease_owner: job.leaseOwner }).update({ content_id: id });
-    });
-    job.contentId = id;
-    return { raw: bytes };
+    const now = this.deps.clock.now();
+    job.pendingContent = {
+      write: async (trx) => {
+        await trx('message_contents').insert({ id, raw: signed.bytes, size: signed.bytes.length, signed: true, dkim: signed.note, created_at: now });
+        await trx('messages').where({ id: job.id }).update({ content_id: id });
+      },
+    };
+    return { raw: signed.bytes };
   }
 }
 
-async function sign(deps: ContentDeps, job: Job, raw: Buffer): Promise<{ bytes: Buffer; note: string }> {
+async function sign(deps: ContentDeps, job: Job, raw: Buffer): Promise<Signed> {
   const domain = job.fromEmail.slice(job.fromEmail.lastIndexOf('@') + 1).toLowerCase();
   const key = await deps.signingKeys()(job.accountId, domain);
   if (!key) {

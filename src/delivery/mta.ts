@@ -63,7 +63,7 @@ export class Mta implements Worker {
       signingKeys: hooks.signingKeys ?? noSigningKeys,
       pickSource: hooks.pickSource ?? createSourcePicker({ db: this.reader, config: deps.config, clock: deps.clock }),
     };
-    ({ pipeline: this.pipeline, pool: this.pool, signer: this.signer, metrics: this.metrics } = assemble(deps, this.reader, this.transact, this.hooks));
+    ({ pipeline: this.pipeline, pool: this.pool, signer: this.signer, metrics: this.metrics } = assemble(deps, this.reader, this.hooks));
   }
 
   start(): void {
@@ -208,8 +208,12 @@ export class Mta implements Worker {
       this.deps.log.error({ err, messageId: job.id }, 'delivery failed unexpectedly; deferring');
       outcome = { kind: 'deferred', attempt: null, diagnostic: `internal error: ${(err as Error).message}` };
     }
-    const recorded = await recordOutcome({ transact: this.transact, clock: this.deps.clock, config: this.deps.config }, job, outcome);
-    this.observe(job, outcome, recorded);
+    try {
+      const recorded = await recordOutcome({ transact: this.transact, clock: this.deps.clock, config: this.deps.config }, job, outcome);
+      this.observe(job, outcome, recorded);
+    } finally {
+      job.pendingContent?.settled?.();
+    }
   }
 
   private observe(job: Job, outcome: Outcome, recorded: Recorded | null): void {

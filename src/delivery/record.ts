@@ -1,8 +1,9 @@
 /**
  * Record step of the pipeline: the outcome of one attempt becomes the
- * message's new state, its attempt row, its events and (for hard bounces and
- * complaints) a suppression, all in one transaction, and only while we still
- * hold the row's lease. A deferral past the queue lifetime becomes a soft
+ * message's new state, its attempt row, its events, (for hard bounces and
+ * complaints) a suppression and (before the first attempt's outcome) its
+ * signed content, all in one transaction, and only while we still hold the
+ * row's lease. A deferral past the queue lifetime becomes a soft
  * bounce here.
  */
 import type { Clock } from '../clock';
@@ -33,38 +34,38 @@ export async function recordOutcome(deps: RecordDeps, job: Job, outcome: Outcome
   const final = expireIfOverdue(deps, job, outcome);
   return deps.transact(async (trx): Promise<Recorded | null> => {
     const now = deps.clock.now();
-    const owned = () => trx('messages').where({ id: job.id, lease_owner: job.leaseOwner, status: 'sending' });
-    const leave = { lease_owner: null, lease_expires_at: null, updated_at: now };
+    // Only while the lease is ours; the signed content (prepare step) is stored in the same transaction.
+    const leave: Leave = async (update) => {
+      const changed = await trx('messages')
+        .where({ id: job.id, lease_owner: job.leaseOwner, status: 'sending' })
+        .update({ ...update, lease_owner: null, lease_expires_at: null, updated_at: now });
+      if (changed && job.pendingContent) await job.pendingContent.write(trx);
+      return changed > 0;
+    };
     switch (final.kind) {
-      case 'suppressed': {
-        if (!(await owned().update({ status: 'suppressed', next_attempt_at: null, ...leave }))) return null;
-        return { result: 'suppressed', events: 0 };
-      }
-      case 'failed': {
-        if (!(await owned().update({ status: 'failed', next_attempt_at: null, last_response: final.diagnostic, ...leave }))) return null;
-        return { result: 'failed', events: 0 };
-      }
+      case 'suppressed':
+        return (await leave({ status: 'suppressed', next_attempt_at: null })) ? { result: 'suppressed', events: 0 } : null;
+      case 'failed':
+        return (await leave({ status: 'failed', next_attempt_at: null, last_response: final.diagnostic })) ? { result: 'failed', events: 0 } : null;
       case 'wait': {
         const status = job.attempts > 0 ? 'deferred' : 'queued';
-        if (!(await owned().update({ status, next_attempt_at: final.retryAt, last_response: final.reason, ...leave }))) return null;
-        return { result: 'waiting', events: 0 };
+        return (await leave({ status, next_attempt_at: final.retryAt, last_response: final.reason })) ? { result: 'waiting', events: 0 } : null;
       }
       case 'deferred': {
-        const update = { status: 'deferred', next_attempt_at: final.next, attempts: job.attempts + 1, last_response: final.diagnostic, ...leave };
-        if (!(await owned().update(update))) return null;
+        if (!(await leave({ status: 'deferred', next_attempt_at: final.next, attempts: job.attempts + 1, last_response: final.diagnostic }))) return null;
         await insertAttempt(trx, job, final.attempt, 'deferred', now);
         return { result: 'deferred', events: 0 };
       }
       case 'bounced':
-        return recordBounce(trx, job, final, now, owned, leave);
+        return recordBounce(trx, job, final, now, leave);
       case 'delivered':
-        return recordDelivery(trx, job, final, now, owned, leave);
+        return recordDelivery(trx, job, final, now, leave);
     }
   });
 }
 
-type Owned = () => ReturnType<Tx>;
-type Leave = Record<string, unknown>;
+/** Takes the message out of our hands with these column changes; false when the lease is no longer ours. */
+type Leave = (update: Record<string, unknown>) => Promise<boolean>;
 type Final = Exclude<Outcome, { kind: 'dropped' | 'deferred' }> | { kind: 'deferred'; attempt: AttemptInfo | null; diagnostic: string; next: number };
 
 /** A deferral with no retry left before the queue lifetime ends is a soft bounce (category expired). */
@@ -87,11 +88,10 @@ function expireIfOverdue(deps: RecordDeps, job: Job, outcome: Exclude<Outcome, {
   return { kind: 'bounced', attempt: outcome.attempt, bounce, attemptOutcome: 'deferred' };
 }
 
-async function recordBounce(trx: Tx, job: Job, o: Extract<Outcome, { kind: 'bounced' }>, now: number, owned: Owned, leave: Leave): Promise<Recorded | null> {
+async function recordBounce(trx: Tx, job: Job, o: Extract<Outcome, { kind: 'bounced' }>, now: number, leave: Leave): Promise<Recorded | null> {
   const { bounce } = o;
   const attempts = job.attempts + (o.attempt ? 1 : 0);
-  const update = { status: 'bounced', bounced_at: now, next_attempt_at: null, attempts, last_response: bounce.diagnostic, ...leave };
-  if (!(await owned().update(update))) return null;
+  if (!(await leave({ status: 'bounced', bounced_at: now, next_attempt_at: null, attempts, last_response: bounce.diagnostic }))) return null;
   await insertAttempt(trx, job, o.attempt, o.attemptOutcome ?? 'bounced', now);
   await recordEvent(trx, {
     ...eventBase(job, now),
@@ -111,9 +111,9 @@ async function recordBounce(trx: Tx, job: Job, o: Extract<Outcome, { kind: 'boun
   return { result: bounce.type === 'hard' ? 'bounced_hard' : 'bounced_soft', events: 1 };
 }
 
-async function recordDelivery(trx: Tx, job: Job, o: Extract<Outcome, { kind: 'delivered' }>, now: number, owned: Owned, leave: Leave): Promise<Recorded | null> {
-  const update = { status: 'delivered', sent_at: now, delivered_at: now, next_attempt_at: null, attempts: job.attempts + 1, last_response: o.attempt.response, ...leave };
-  if (!(await owned().update(update))) return null;
+async function recordDelivery(trx: Tx, job: Job, o: Extract<Outcome, { kind: 'delivered' }>, now: number, leave: Leave): Promise<Recorded | null> {
+  const update = { status: 'delivered', sent_at: now, delivered_at: now, next_attempt_at: null, attempts: job.attempts + 1, last_response: o.attempt.response };
+  if (!(await leave(update))) return null;
   await insertAttempt(trx, job, o.attempt, 'delivered', now);
   const sent = { sent_at: iso(now), ...(o.attempt.mx ? { mx_host: o.attempt.mx } : {}), ...(o.attempt.sourceIp ? { source_ip: o.attempt.sourceIp } : {}) };
   await recordEvent(trx, { ...eventBase(job, now), type: 'message.sent', data: messageEventData(job, sent) });

@@ -4,6 +4,7 @@
  * record step writes. SMTP outcomes are data; only bugs throw.
  */
 import type { Mode } from '../auth/scopes';
+import type { Tx } from '../db';
 import type { BounceCategory, BounceType } from './classify';
 
 /** One claimed recipient copy (a `messages` row under our lease). */
@@ -27,6 +28,15 @@ export interface Job {
   attempts: number;
   createdAt: number;
   sendAt: number | null;
+  /** signed bytes made by the prepare step, written with the outcome (content.ts) */
+  pendingContent?: ContentWrite;
+}
+
+/** A write the record step makes in its transaction on behalf of the prepare step. */
+export interface ContentWrite {
+  write(trx: Tx): Promise<void>;
+  /** called once the outcome is recorded (or could not be) */
+  settled?(): void;
 }
 
 /** Where a message leaves from: a configured address and its EHLO name. */

@@ -66,16 +66,21 @@ describe('delivery on the wire', () => {
     await scenario({ stallInData: (ctx) => ctx.attempt === 1 }, { delivery: { dataTimeoutMs: 300 } }, async (world, sink) => {
       const id = await sendMessage(world, { to: 'slow@dest.test' });
       await world.mta.runOnce();
-      const row = await messageRow(world, id);
-      assert.equal(row.status, 'deferred');
-      assert.match(row.last_response, /ETIMEDOUT/);
+      const deferred = await messageRow(world, id);
+      assert.equal(deferred.status, 'deferred');
+      assert.match(deferred.last_response, /ETIMEDOUT/);
       assert.equal(sink.unaccepted[0].outcome, 'stalled');
 
-      world.clock.set(Number(row.next_attempt_at));
+      world.clock.set(Number(deferred.next_attempt_at));
       await world.mta.runOnce();
       await sink.waitFor(1);
-      assert.equal((await messageRow(world, id)).status, 'delivered');
+      const row = await messageRow(world, id);
+      assert.equal(row.status, 'delivered');
       assert.equal(sink.messages.length, 1);
+      // The retry sends exactly the bytes signed before the first attempt, as stored.
+      const stored = await world.app.db('message_contents').where({ id: row.content_id }).first('raw');
+      assert.ok(sink.unaccepted[0].raw.equals(sink.messages[0].raw));
+      assert.ok(Buffer.from(stored.raw).equals(sink.messages[0].raw));
     });
   });
 
