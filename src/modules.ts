@@ -7,8 +7,10 @@ import type { AppDeps } from './deps';
 import type { ApiRouter } from './http/api';
 import type { EventSink } from './events/record';
 import { registerAuthRoutes } from './auth/routes';
+import { Mta } from './delivery/mta';
 import { registerMessageRoutes } from './messages';
 import { registerDomainRoutes } from './domains/routes';
+import { getSigningKey } from './domains/signing';
 import { createRecheckWorker } from './domains/worker';
 import { webhooksModule } from './webhooks';
 
@@ -42,5 +44,9 @@ export const MODULES: Module[] = [
   { name: 'auth', routes: registerAuthRoutes },
   { name: 'messages', routes: registerMessageRoutes },
   { name: 'domains', routes: registerDomainRoutes, workers: (deps) => [createRecheckWorker(deps)] },
+  {
+    name: 'delivery',
+    workers: (deps) => [new Mta(deps, { signingKeys: (accountId, domain) => getSigningKey(deps.db, deps.config.dataDir, accountId, domain) })],
+  },
   webhooksModule,
 ];
