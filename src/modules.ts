@@ -9,6 +9,8 @@ import type { EventSink } from './events/record';
 import { registerAuthRoutes } from './auth/routes';
 import { registerDomainRoutes } from './domains/routes';
 import { createRecheckWorker } from './domains/worker';
+import { registerPoolRoutes } from './pools/routes';
+import { createPoolsWorker } from './pools/worker';
 
 /** A background loop (MTA, webhook dispatcher, re-checks…). */
 export interface Worker {
@@ -39,4 +41,5 @@ export interface Module {
 export const MODULES: Module[] = [
   { name: 'auth', routes: registerAuthRoutes },
   { name: 'domains', routes: registerDomainRoutes, workers: (deps) => [createRecheckWorker(deps)] },
+  { name: 'pools', routes: registerPoolRoutes, workers: (deps) => [createPoolsWorker(deps)] },
 ];
