@@ -7,6 +7,7 @@ import net from 'node:net';
 import type { Config } from '../config';
 import { openDatabase, migrateLatest } from '../db';
 import type { CliContext } from './common';
+import { checkBindable } from './doctor-bind';
 import { checkPtr } from './doctor-ptr';
 
 export interface CheckResult {
@@ -55,7 +56,7 @@ async function checkPorts(config: Config): Promise<CheckResult[]> {
   return results;
 }
 
-export const CHECKS: Check[] = [checkDatabase, checkPorts, checkPtr];
+export const CHECKS: Check[] = [checkDatabase, checkPorts, checkBindable, checkPtr];
 
 export async function doctorCommand(ctx: CliContext): Promise<void> {
   let failed = false;
