@@ -7,9 +7,12 @@ import type { AppDeps } from './deps';
 import type { ApiRouter } from './http/api';
 import type { EventSink } from './events/record';
 import { registerAuthRoutes } from './auth/routes';
+import { Mta } from './delivery/mta';
 import { registerDomainRoutes } from './domains/routes';
+import { getSigningKey } from './domains/signing';
 import { createRecheckWorker } from './domains/worker';
 import { registerPoolRoutes } from './pools/routes';
+import { poolDeliveryHooks } from './pools/selector';
 import { createPoolsWorker } from './pools/worker';
 
 /** A background loop (MTA, webhook dispatcher, re-checks…). */
@@ -42,4 +45,13 @@ export const MODULES: Module[] = [
   { name: 'auth', routes: registerAuthRoutes },
   { name: 'domains', routes: registerDomainRoutes, workers: (deps) => [createRecheckWorker(deps)] },
   { name: 'pools', routes: registerPoolRoutes, workers: (deps) => [createPoolsWorker(deps)] },
+  {
+    name: 'delivery',
+    workers: (deps) => [
+      new Mta(deps, {
+        signingKeys: (accountId, domain) => getSigningKey(deps.db, deps.config.dataDir, accountId, domain),
+        ...poolDeliveryHooks(deps),
+      }),
+    ],
+  },
 ];

@@ -19,7 +19,7 @@ import { DEFAULT_POOL, poolMembers, type PoolMember } from './lookup';
 import { getOverflow } from './repository';
 import { OTHER } from './providers';
 import { destinationOf } from './throttle';
-import type { IpRuntime } from './runtime';
+import { ipRuntimeFor, type IpRuntime } from './runtime';
 import { nextMidnight } from './schedule';
 
 /** What the pipeline knows of the destination when it asks for a source. */
@@ -142,4 +142,22 @@ async function byFamily(members: PoolMember[], route: SourceRoute): Promise<Pool
   );
   const usable = members.filter((m) => families.has(net.isIPv6(m.address) ? 6 : 4));
   return usable.length ? usable : members;
+}
+
+const selectors = new WeakMap<object, SourceSelector>();
+
+/**
+ * The pools module's source step for the MTA (modules.ts plugs it in):
+ * `pickSource` chooses, `sourceSettled` hears how the attempt went (null:
+ * nothing was sent, e.g. the message was cancelled meanwhile).
+ */
+export function poolDeliveryHooks(deps: AppDeps) {
+  let selector = selectors.get(deps);
+  if (!selector) selectors.set(deps, (selector = new SourceSelector(deps, ipRuntimeFor(deps))));
+  const chosen = selector;
+  return {
+    pickSource: (job: SourceJob, route: SourceRoute) => chosen.pick(job, route),
+    sourceSettled: (job: { id: string }, _source: unknown, sent: SendReply | null) =>
+      chosen.replied(job, sent ?? { kind: 'deferred', code: null, enhancedCode: null, response: 'nothing was sent' }),
+  };
 }
