@@ -46,7 +46,7 @@ export interface SendReply {
 
 /** A pool without a usable address is looked at again after this long. */
 const EMPTY_POOL_RETRY_MS = 5 * 60_000;
-/** Waiting messages come back spread over this long after budget opens, not all at once. */
+/** Messages waiting for a warm-up budget come back spread over this long after it opens, not all at once. */
 const RETRY_SPREAD_MS = 5 * 60_000;
 
 export class SourceSelector {
@@ -76,7 +76,7 @@ export class SourceSelector {
       pool = overflow;
     }
     const retryAt = Number.isFinite(earliest) ? earliest : this.deps.clock.now() + EMPTY_POOL_RETRY_MS;
-    return { wait: reasons.join('; then '), retryAt: retryAt + Math.floor(this.random() * RETRY_SPREAD_MS) };
+    return { wait: reasons.join('; then '), retryAt };
   }
 
   private async pickInPool(job: SourceJob, route: SourceRoute, pool: string, provider: string | null): Promise<SourcePick> {
@@ -99,7 +99,10 @@ export class SourceSelector {
         this.chosen(key, ip.address, candidates);
         return { address: ip.address, hostname: ip.hostname };
       }
-      retryAt = Math.min(retryAt, admitted.retryAt);
+      // A budget opens for many waiting messages at once (the next hour, midnight): spread their return.
+      // A throttle gap opens for one message, so those come back exactly when it does.
+      const spread = admitted.limit === 'throttled' ? 0 : Math.floor(this.random() * RETRY_SPREAD_MS);
+      retryAt = Math.min(retryAt, admitted.retryAt + spread);
       limits.add(admitted.limit);
     }
     const toward = provider ?? OTHER;
