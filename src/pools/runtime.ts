@@ -7,7 +7,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import type { AppDeps } from '../deps';
-import { reserveBudget } from './budget';
+import { Reservations, type Limit } from './budget';
 import { activeThrottles, addUsage, getThrottle, getWarmups, saveThrottle, type Throttle, type Warmup } from './ip-state';
 import { createPoolMetrics, type PoolMetrics } from './metrics';
 import { createProviderMatcher, OTHER, type ProviderMatcher } from './providers';
@@ -25,7 +25,7 @@ export interface Admission {
   now: number;
 }
 
-export type Limit = 'daily' | 'provider' | 'throttled';
+export type { Limit };
 export type Admitted = { ok: true } | { ok: false; retryAt: number; limit: Limit };
 
 /** A send admitted and not yet settled. */
@@ -52,11 +52,13 @@ export class IpRuntime {
   private readonly held = new Map<string, Held>();
   /** statistics of uncapped addresses not yet written: `address|day|provider` → n */
   private pending = new Map<string, number>();
+  private readonly reservations: Reservations;
 
   constructor(private readonly deps: Deps) {
     this.providers = createProviderMatcher(deps.config.pools.providerMxFile);
     this.throttleOf = createThrottleMatcher(deps.config.pools.throttleRulesFile);
     this.metrics = createPoolMetrics(deps);
+    this.reservations = new Reservations(deps.db, deps.config);
   }
 
   /** May this address send this message now? If so the send is counted and held until settle(). */
@@ -77,16 +79,7 @@ export class IpRuntime {
       this.hold(a.jobId, { address, destination, day, usageKey, capped: false, at: now });
       return { ok: true };
     }
-    const answer = await this.deps.db.transaction(async (trx) => {
-      if (cooling) {
-        const current = await getThrottle(trx, address, destination);
-        if (current && current.until > now && current.nextSendAt > now) return { ok: false as const, retryAt: current.nextSendAt, limit: 'throttled' as const };
-      }
-      const budget = await reserveBudget(trx, { address, provider: a.provider, now, shares: this.deps.config.pools.providerShare });
-      if (!budget.ok) return budget;
-      if (cooling) await trx('ip_throttles').where({ address, destination }).update({ next_send_at: now + intervalMs(cooling.level, this.deps.config.pools.throttle) });
-      return budget;
-    });
+    const answer = await this.reservations.reserve({ address, provider: a.provider, destination, now });
     if (!answer.ok) {
       const key = answer.limit === 'daily' ? `b|${address}|*` : answer.limit === 'provider' ? `b|${address}|${usageKey}` : `t|${address}|${destination}`;
       return this.refuse(key, answer.retryAt, answer.limit, true);
