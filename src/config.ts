@@ -135,6 +135,14 @@ export const configSchema = z.strictObject({
       .describe('Largest message after MIME encoding (413 above it).'),
     sendAtHorizonHours: z.number().positive().default(72).describe('How far ahead send_at may schedule a message.'),
   }).prefault({}).describe('Sending limits.'),
+  messages: z.strictObject({
+    groupCommit: z.boolean().default(true)
+      .describe('Commit sends that arrive together in one transaction; each is still answered only after the commit that holds it.'),
+    groupCommitWindowMs: z.number().int().min(0).max(50).default(0)
+      .describe('How long the first send of a group waits for others before its commit starts (0: the next event-loop turn).'),
+    groupCommitMaxMessages: z.number().int().min(1).max(10_000).default(1000)
+      .describe('Most messages (recipient copies) written in one group commit.'),
+  }).prefault({}).describe('Accepting messages (send API and SMTP submission).'),
   rateLimit: z.strictObject({
     requestsPerSecond: z.number().positive().default(100).describe('Sustained API requests per second per key.'),
     burst: z.number().int().positive().default(200).describe('Requests a key may make at once before throttling.'),

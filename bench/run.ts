@@ -1,0 +1,31 @@
+/**
+ * `npm run bench [mode] [--options]`: the entry of every benchmark. Each mode
+ * lives in its own file and registers here with one line, so engineers can
+ * add theirs without touching each other's code.
+ *
+ *   node dist/bench/run.js accept [--seconds=2] [--group-commit=both|on|off] [--window-ms=0]
+ *                                 [--recipients=1,10] [--concurrency=1,10,50]
+ *   node dist/bench/run.js accept-store [--messages=2000] [--concurrency=1,10,50]
+ */
+type Mode = (args: string[]) => Promise<void>;
+
+// One line per mode; require keeps each mode's code unloaded until chosen.
+const MODES: Record<string, () => Mode> = {
+  accept: () => (require('./accept') as typeof import('./accept')).run,
+  'accept-store': () => (require('./accept-store') as typeof import('./accept-store')).run,
+};
+
+async function main(): Promise<void> {
+  const [name = 'accept', ...args] = process.argv.slice(2);
+  const load = MODES[name];
+  if (!load) {
+    console.error(`unknown bench mode '${name}'; modes: ${Object.keys(MODES).join(', ')}`);
+    process.exit(2);
+  }
+  await load()(args);
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

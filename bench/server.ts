@@ -1,0 +1,51 @@
+/**
+ * The app under benchmark, run in a child process so the load generator does
+ * not share its event loop. Starts Pigeon on a temporary database with the
+ * config given as JSON in argv[2], stops the background workers (only the
+ * accept path is measured), creates a live key and a verified domain, and
+ * tells the parent over IPC. Answers `{type:'stats'}` with its peak RSS and CPU time.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createApp } from '../src/app';
+import { createKey } from '../src/auth/keys';
+import { SCOPES } from '../src/auth/scopes';
+import { newId } from '../src/ids';
+
+export interface ServerReady {
+  type: 'ready';
+  url: string;
+  key: string;
+}
+
+async function main(): Promise<void> {
+  const overrides = JSON.parse(process.argv[2] ?? '{}') as Record<string, unknown>;
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'pigeon-bench-'));
+  const app = await createApp(
+    { ...overrides, dataDir, log: { level: 'warn' }, http: { port: 0 }, smtp: { submission: { port: 0 }, inbound: { port: 0 } }, rateLimit: { requestsPerSecond: 1e6, burst: 1e6 } },
+    {},
+  );
+  await Promise.all(app.workers.map((w) => w.stop()));
+  const account = await app.db('accounts').first('id');
+  const now = Date.now();
+  await app.db('domains').insert({ id: newId('dom'), account_id: account.id, name: 'example.com', status: 'verified', created_at: now, verified_at: now });
+  const { secret } = await createKey(app.db, { accountId: account.id, name: 'bench', mode: 'live', scopes: [...SCOPES] }, now);
+  process.on('message', async (msg: { type: string }) => {
+    if (msg.type === 'stats') {
+      const cpu = process.cpuUsage();
+      process.send?.({ type: 'stats', maxRssKb: process.resourceUsage().maxRSS, cpuMs: (cpu.user + cpu.system) / 1000 });
+    }
+    if (msg.type === 'stop') {
+      await app.close();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+      process.exit(0);
+    }
+  });
+  process.send?.({ type: 'ready', url: app.http.url, key: secret } satisfies ServerReady);
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

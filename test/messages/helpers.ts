@@ -1,0 +1,41 @@
+/** Shared bits of the messages tests: row counts, verified domains, extra keys and accounts. */
+import { createAccount } from '../../src/auth/accounts';
+import { createKey as createKeyRecord } from '../../src/auth/keys';
+import { SCOPES } from '../../src/auth/scopes';
+import { newId } from '../../src/ids';
+import type { TestApp } from '../support/app';
+
+export const TABLES = ['messages', 'message_contents', 'events', 'idempotency_keys', 'usage_counters'] as const;
+
+/** Row count of every table the accept path writes. */
+export async function counts(app: TestApp): Promise<Record<string, number>> {
+  const out: Record<string, number> = {};
+  for (const t of TABLES) out[t] = Number((await app.db(t).count({ n: '*' }).first())?.n ?? 0);
+  return out;
+}
+
+export async function defaultAccountId(app: TestApp): Promise<string> {
+  return (await app.db('accounts').where({ name: 'default' }).first('id')).id as string;
+}
+
+/** Domains are managed by another module: insert a verified one directly. */
+export async function addVerifiedDomain(app: TestApp, accountId: string, name: string): Promise<void> {
+  const now = app.deps.clock.now();
+  await app.db('domains').insert({ id: newId('dom'), account_id: accountId, name, status: 'verified', created_at: now, verified_at: now });
+}
+
+/** A second account with one key of the given mode holding every scope. */
+export async function otherAccount(app: TestApp, mode: 'test' | 'live' = 'test'): Promise<{ accountId: string; key: string }> {
+  const now = app.deps.clock.now();
+  const account = await createAccount(app.db, `other-${newId('x').slice(-6)}`, now);
+  const { secret } = await createKeyRecord(app.db, { accountId: account.id, name: 'other', mode, scopes: [...SCOPES] }, now);
+  return { accountId: account.id, key: secret };
+}
+
+export const simpleSend = (over: Record<string, unknown> = {}) => ({
+  from: 'Sender <sender@example.com>',
+  to: ['rcpt@example.org'],
+  subject: 'Hello',
+  text: 'Hello there',
+  ...over,
+});
