@@ -6,6 +6,7 @@
  *   node dist/bench/run.js accept [--seconds=2] [--group-commit=both|on|off] [--window-ms=0]
  *                                 [--recipients=1,10] [--concurrency=1,10,50]
  *   node dist/bench/run.js accept-store [--messages=2000] [--concurrency=1,10,50]
+ *   node dist/bench/run.js delivery [--messages=2000] [--size=5000] [--concurrency=20] [--reuse=both|on|off]
  */
 type Mode = (args: string[]) => Promise<void>;
 
@@ -13,6 +14,7 @@ type Mode = (args: string[]) => Promise<void>;
 const MODES: Record<string, () => Mode> = {
   accept: () => (require('./accept') as typeof import('./accept')).run,
   'accept-store': () => (require('./accept-store') as typeof import('./accept-store')).run,
+  delivery: () => (require('./delivery') as typeof import('./delivery')).run,
 };
 
 async function main(): Promise<void> {

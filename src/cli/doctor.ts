@@ -7,8 +7,8 @@ import net from 'node:net';
 import type { Config } from '../config';
 import { openDatabase, migrateLatest } from '../db';
 import type { CliContext } from './common';
-import { checkBindable } from './doctor-bind';
 import { checkPtr } from './doctor-ptr';
+import { checkSourceAddresses } from '../delivery/doctor';
 
 export interface CheckResult {
   name: string;
@@ -56,7 +56,7 @@ async function checkPorts(config: Config): Promise<CheckResult[]> {
   return results;
 }
 
-export const CHECKS: Check[] = [checkDatabase, checkPorts, checkBindable, checkPtr];
+export const CHECKS: Check[] = [checkDatabase, checkPorts, checkPtr, checkSourceAddresses];
 
 export async function doctorCommand(ctx: CliContext): Promise<void> {
   let failed = false;

@@ -17,7 +17,8 @@ import type { Logger } from '../logger';
 import type { Clock } from '../clock';
 import { newId } from '../ids';
 import type { Transact } from './commit';
-import { signMessage, type SigningKeyLookup } from './dkim';
+import type { SigningKeyLookup } from './dkim';
+import type { Signer } from './signer';
 import type { Job } from './types';
 
 /** Rewrites a message before signing (tracking); returns raw unchanged when there is nothing to do. */
@@ -32,6 +33,7 @@ export interface ContentDeps {
   log: Logger;
   prepareContent: () => PrepareContent;
   signingKeys: () => SigningKeyLookup;
+  signer: Signer;
 }
 
 export type Prepared = { raw: Buffer } | { missing: true };
@@ -92,7 +94,7 @@ async function sign(deps: ContentDeps, job: Job, raw: Buffer): Promise<{ bytes: 
     deps.log[level]({ messageId: job.id, domain }, 'no DKIM key for the From domain: sending unsigned');
     return { bytes: raw, note: `unsigned: no DKIM key for ${domain}` };
   }
-  const result = await signMessage(raw, key, deps.clock.now());
+  const result = await deps.signer.sign(raw, key, deps.clock.now());
   if ('error' in result) {
     deps.log.error({ messageId: job.id, domain, selector: key.selector, reason: result.error }, 'DKIM signing failed: sending unsigned');
     return { bytes: raw, note: `unsigned: signing with ${key.selector}._domainkey.${key.domain} failed` };

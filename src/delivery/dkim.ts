@@ -51,3 +51,22 @@ export async function signMessage(raw: Buffer, key: SigningKey, now: number): Pr
   }
   return { raw: Buffer.concat([Buffer.from(result.signatures), raw]), note: `d=${key.domain} s=${key.selector} a=${algorithm}` };
 }
+
+/**
+ * Remembers each (account, domain)'s key for `ttlMs`: the lookup opens a
+ * sealed key (a query, a key derivation and a decryption), which per message
+ * would cost more than the signature. A rotated key is picked up within ttlMs.
+ */
+export function cachedSigningKeys(lookup: () => SigningKeyLookup, now: () => number, ttlMs = 60_000): SigningKeyLookup {
+  const cache = new Map<string, { key: Promise<SigningKey | null>; expires: number }>();
+  return (accountId, domain) => {
+    const id = `${accountId} ${domain}`;
+    const hit = cache.get(id);
+    if (hit && hit.expires > now()) return hit.key;
+    const key = lookup()(accountId, domain);
+    cache.set(id, { key, expires: now() + ttlMs });
+    key.catch(() => cache.delete(id)); // a failed lookup is asked again next time
+    if (cache.size > 10_000) cache.clear();
+    return key;
+  };
+}

@@ -3,37 +3,31 @@
  * pipeline, at most `delivery.concurrency` at a time. It sleeps until the
  * earliest next_attempt_at (a timer) or a `queueChanged` signal; it never
  * polls while idle. The hooks other modules plug in — tracking's
- * `prepareContent`, domains' `signingKeys`, pools' `pickSource` and
- * `sourceSettled` — are plain functions set at wiring time (modules.ts).
+ * `prepareContent`, domains' `signingKeys`, pools' `pickSource` and `sourceSettled` — are plain
+ * functions set at wiring time (modules.ts).
  */
 import type { AppDeps } from '../deps';
 import { openDatabase, type Db } from '../db';
 import type { Worker } from '../modules';
-import { createClassifier } from './classify';
+import { assemble, type DeliveryHooks } from './assemble';
 import { groupCommit, type Transact } from './commit';
-import { ContentPreparer, unchanged, type PrepareContent } from './content';
-import { noSigningKeys, type SigningKeyLookup } from './dkim';
-import { createDeliveryMetrics, type DeliveryMetrics } from './metrics';
-import { createMxResolver } from './mx';
+import { unchanged } from './content';
+import { noSigningKeys } from './dkim';
+import type { DeliveryMetrics } from './metrics';
 import { deliver, type PipelineDeps } from './pipeline';
-import { claim, newLeaseOwner, nextWakeAt, queueDepth, releaseStaleLeases, stillOurs } from './queue';
+import { claim, newLeaseOwner, nextWakeAt, releaseStaleLeases } from './queue';
 import { recordOutcome, type Recorded } from './record';
-import { createSandboxTransport } from './sandbox';
-import { SmtpPool } from './smtp-pool';
-import { createSourcePicker, nothingToSettle, type PickSource, type SourceSettled } from './source';
-import { createSmtpTransport } from './transmit';
+import type { Signer } from './signer';
+import type { SmtpPool } from './smtp-pool';
+import { createSourcePicker, nothingToSettle } from './source';
 import type { Job, Outcome } from './types';
-import { verpAddress } from './verp';
 
-export interface DeliveryHooks {
-  prepareContent: PrepareContent;
-  signingKeys: SigningKeyLookup;
-  pickSource: PickSource;
-  sourceSettled: SourceSettled;
-}
+export type { DeliveryHooks };
 
 /** The longest a timer sleeps before looking again (also bounds a clock jump). */
 const MAX_SLEEP_MS = 60 * 60_000;
+/** While messages are in flight, how often the queue is looked at for retries falling due. */
+const BUSY_CHECK_MS = 1000;
 
 export class Mta implements Worker {
   readonly name = 'delivery';
@@ -45,13 +39,16 @@ export class Mta implements Worker {
   private readonly transact: Transact;
   /** A second SQLite connection for reads: in WAL mode they need not queue behind a group commit. */
   private readonly reader: Db;
+  private readonly signer: Signer;
   private readonly inflight = new Set<Promise<void>>();
   private claims = 0;
   private running = false;
   private ready: Promise<void> = Promise.resolve();
   private pumping: Promise<void> | null = null;
   private again = false;
-  private kickScheduled = false;
+  private pumpScheduled = false;
+  /** the last claim found fewer due rows than it asked for; only a kick (signal, timer) looks again */
+  private drained = false;
   private timer?: NodeJS.Timeout;
   private unsubscribe?: () => void;
 
@@ -59,42 +56,15 @@ export class Mta implements Worker {
     private readonly deps: AppDeps,
     hooks: Partial<DeliveryHooks> = {},
   ) {
-    const { config, db, clock } = deps;
-    this.transact = groupCommit(db);
-    const reader = (this.reader = openDatabase(config));
+    this.transact = groupCommit(deps.db);
+    this.reader = openDatabase(deps.config);
     this.hooks = {
       prepareContent: hooks.prepareContent ?? unchanged,
       signingKeys: hooks.signingKeys ?? noSigningKeys,
-      pickSource: hooks.pickSource ?? createSourcePicker({ db: reader, config, clock }),
+      pickSource: hooks.pickSource ?? createSourcePicker({ db: this.reader, config: deps.config, clock: deps.clock }),
       sourceSettled: hooks.sourceSettled ?? nothingToSettle,
     };
-    this.metrics = createDeliveryMetrics(deps.metrics.registry, () => queueDepth(reader));
-    const d = config.delivery;
-    this.pool = new SmtpPool(
-      { maxPerHost: d.maxConnectionsPerDomain, maxPerSource: d.maxConnectionsPerIp, messagesPerConnection: d.messagesPerConnection, idleMs: d.idleConnectionMs },
-      { opened: () => (this.metrics.connections.inc(), this.metrics.connectionsOpened.inc()), closed: () => this.metrics.connections.dec() },
-    );
-    const mx = createMxResolver(config, clock);
-    const contents = new ContentPreparer({
-      db: reader,
-      transact: this.transact,
-      clock,
-      log: deps.log,
-      prepareContent: () => this.hooks.prepareContent,
-      signingKeys: () => this.hooks.signingKeys,
-    });
-    this.pipeline = {
-      db: reader,
-      clock,
-      prepare: (job) => contents.prepare(job),
-      pickSource: () => this.hooks.pickSource,
-      sourceSettled: () => this.hooks.sourceSettled,
-      mx,
-      transmit: createSmtpTransport({ config, clock, pool: this.pool, mx, returnPath: (id) => verpAddress(config, id) }),
-      sandbox: createSandboxTransport(clock),
-      classify: createClassifier(d.bounceRulesFile),
-      stillOurs: (job) => stillOurs(reader, job),
-    };
+    ({ pipeline: this.pipeline, pool: this.pool, signer: this.signer, metrics: this.metrics } = assemble(deps, this.reader, this.transact, this.hooks));
   }
 
   start(): void {
@@ -118,6 +88,7 @@ export class Mta implements Worker {
     await Promise.allSettled([...this.inflight]);
     this.pool.close();
     await this.reader.destroy();
+    await this.signer.close();
   }
 
   /** Processes everything due now, waits for it, and returns (tests with a fake clock). */
@@ -134,40 +105,45 @@ export class Mta implements Worker {
     }
   }
 
-  /** Look at the queue now (coalesced: one pump at a time, re-run if kicked meanwhile). */
+  /** New work may be due (a signal, the timer, start): look at the queue now. */
   private kick(): void {
+    this.drained = false;
+    this.schedulePump();
+  }
+
+  /**
+   * One pump at a time; a request while one runs makes it run again. Several
+   * jobs finishing in one turn of the event loop cause one pump, not several.
+   */
+  private schedulePump(): void {
     if (!this.running) return;
     if (this.pumping) {
       this.again = true;
       return;
     }
-    this.pumping = this.pump()
-      .catch((err) => this.deps.log.error({ err }, 'delivery queue scan failed'))
-      .finally(() => {
-        this.pumping = null;
-        if (this.again) {
-          this.again = false;
-          this.kick();
-        }
-      });
-  }
-
-  /** Several jobs finishing in one turn of the event loop cause one claim, not several. */
-  private scheduleKick(): void {
-    if (this.kickScheduled || !this.running) return;
-    this.kickScheduled = true;
+    if (this.pumpScheduled) return;
+    this.pumpScheduled = true;
     setImmediate(() => {
-      this.kickScheduled = false;
-      this.kick();
+      this.pumpScheduled = false;
+      this.pumping = this.pump()
+        .catch((err) => this.deps.log.error({ err }, 'delivery queue scan failed'))
+        .finally(() => {
+          this.pumping = null;
+          if (this.again) {
+            this.again = false;
+            this.schedulePump();
+          }
+        });
     });
   }
 
+  /** Fills free slots until the queue has nothing due (drained), then arranges the next look. */
   private async pump(): Promise<void> {
-    while (this.running && this.freeSlots() > 0) {
+    while (this.running && !this.drained && this.freeSlots() > 0) {
       const asked = this.freeSlots();
-      if ((await this.claimAndLaunch()) < asked) break;
+      if ((await this.claimAndLaunch()) < asked) this.drained = true;
     }
-    if (this.running && this.freeSlots() > 0) await this.sleepUntilDue();
+    if (this.running && this.drained) await this.armTimer();
   }
 
   private freeSlots(): number {
@@ -188,12 +164,30 @@ export class Mta implements Worker {
     return jobs.length;
   }
 
-  private async sleepUntilDue(): Promise<void> {
+  /**
+   * Idle: sleep until the earliest next_attempt_at or lease expiry (no polling).
+   * Busy: finishing jobs look at the queue anyway; one light look per second
+   * covers retries that fall due meanwhile.
+   */
+  private async armTimer(): Promise<void> {
+    if (this.inflight.size > 0) {
+      if (!this.timer) this.setTimer(BUSY_CHECK_MS);
+      return;
+    }
     const at = await nextWakeAt(this.reader);
+    if (!this.running || this.inflight.size > 0) return;
+    if (at === null) return this.setTimer(null);
+    this.setTimer(Math.min(Math.max(0, at - this.deps.clock.now()), MAX_SLEEP_MS));
+  }
+
+  private setTimer(delayMs: number | null): void {
     clearTimeout(this.timer);
-    if (at === null || !this.running) return;
-    const delay = Math.min(Math.max(0, at - this.deps.clock.now()), MAX_SLEEP_MS);
-    this.timer = setTimeout(() => this.kick(), delay);
+    this.timer = undefined;
+    if (delayMs === null) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.kick();
+    }, delayMs);
     this.timer.unref();
   }
 
@@ -202,7 +196,7 @@ export class Mta implements Worker {
       .catch((err) => this.deps.log.error({ err, messageId: job.id }, 'recording a delivery outcome failed; the lease will return it to the queue'))
       .finally(() => {
         this.inflight.delete(task);
-        this.scheduleKick();
+        this.schedulePump();
       });
     this.inflight.add(task);
   }

@@ -45,7 +45,11 @@ export class SmtpClient {
     private readonly conn: SMTPConnection,
     readonly options: ConnectOptions,
   ) {
-    conn.on('error', (err) => this.finish(err));
+    conn.on('error', (err) => {
+      // A handshake that fails after STARTTLS surfaces as a socket error; name it for the plain-text fallback.
+      if ((conn as unknown as { upgrading?: boolean }).upgrading) err.code = 'ETLS';
+      this.finish(err);
+    });
     conn.on('end', () => this.finish(Object.assign(new Error('connection closed'), { code: 'ECONNECTION' })));
   }
 

@@ -3,7 +3,10 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ConfigInput } from '../../src/config';
 import { newId } from '../../src/ids';
+import { SMTPServer } from 'smtp-server';
+import type { AddressInfo } from 'node:net';
 import { startSmtpSink, type SinkOptions, type SmtpSink } from '../support/smtp-sink';
+import { testCertificate } from '../support/tls-cert';
 import { attemptsOf, eventsOf, insertMessage, messageRow, pointMx, startWorld, type World } from './world';
 
 async function scenario(sinkOptions: SinkOptions, config: ConfigInput, body: (world: World, sink: SmtpSink) => Promise<void>): Promise<void> {
@@ -124,6 +127,41 @@ describe('delivery on the wire', () => {
       assert.equal(received.secure, true);
       assert.equal(Boolean((await attemptsOf(world, id))[0].tls), true);
     });
+  });
+
+  it('falls back to plain text when the STARTTLS handshake fails', async () => {
+    // A server whose TLS demands a client certificate: every handshake fails, plain SMTP works.
+    const received: Array<{ secure: boolean; rcpt: string }> = [];
+    const server = new SMTPServer({
+      ...testCertificate(),
+      logger: false,
+      authOptional: true,
+      disabledCommands: ['AUTH'],
+      maxVersion: 'TLSv1.2',
+      requestCert: true,
+      rejectUnauthorized: true,
+      onData(stream, session, callback) {
+        stream.resume();
+        stream.on('end', () => {
+          received.push({ secure: session.secure, rcpt: session.envelope.rcptTo[0].address });
+          callback();
+        });
+      },
+    });
+    server.on('error', () => {});
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+    const world = await startWorld({ port: (server.server.address() as AddressInfo).port });
+    try {
+      pointMx(world.dns, 'dest.test', [{ name: 'mx.dest.test', address: '127.0.0.1' }]);
+      const id = await insertMessage(world, { to: 'plain@dest.test' });
+      await world.mta.runOnce();
+      assert.deepEqual(received, [{ secure: false, rcpt: 'plain@dest.test' }]);
+      assert.equal((await messageRow(world, id)).status, 'delivered');
+      assert.equal(Boolean((await attemptsOf(world, id))[0].tls), false);
+    } finally {
+      await world.stop();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
   });
 
   it('bounces a message larger than the SIZE the server advertises without sending it, and suppresses nothing', async () => {

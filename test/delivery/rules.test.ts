@@ -8,6 +8,7 @@ import { createClassifier, parseReply } from '../../src/delivery/classify';
 import { baseDelayMs, nextAttemptAt } from '../../src/delivery/retry';
 import { parseVerp, verpAddress } from '../../src/delivery/verp';
 import { parseConfig } from '../../src/config';
+import { checkSourceAddresses } from '../../src/delivery/doctor';
 
 describe('bounce rules', () => {
   const classify = createClassifier('');
@@ -80,5 +81,14 @@ describe('VERP return-path', () => {
     assert.equal(parseVerp(config, 'postmaster@bounces.pigeon.test'), null);
     const otherDir = fs.mkdtempSync(path.join(os.tmpdir(), 'pigeon-verp-'));
     assert.equal(parseVerp({ ...config, dataDir: otherDir }, address), null, 'another appliance cannot validate our tokens');
+  });
+});
+
+describe('pigeon doctor: source addresses', () => {
+  it('fails an address in "ips" that this host does not have', async () => {
+    const config = parseConfig({ ips: [{ address: '127.0.0.1', hostname: 'out1.test' }, { address: '192.0.2.7', hostname: 'out2.test' }] });
+    const results = await checkSourceAddresses(config);
+    assert.deepEqual(results.map((r) => [r.name, r.status]), [['source address 127.0.0.1', 'ok'], ['source address 192.0.2.7', 'fail']]);
+    assert.match(results[1].detail, /not an address of this host/);
   });
 });
