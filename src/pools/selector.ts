@@ -87,7 +87,8 @@ export class SourceSelector {
     const key = `${job.accountId} ${pool}`;
     let retryAt = Number.POSITIVE_INFINITY;
     const limits = new Set<string>();
-    for (const ip of this.order(key, candidates)) {
+    const ordered = this.order(key, candidates);
+    for (const ip of ordered) {
       const admitted = await this.ips.admit({
         jobId: job.id,
         address: ip.address,
@@ -96,7 +97,7 @@ export class SourceSelector {
         now,
       });
       if (admitted.ok) {
-        this.chosen(key, ip.address, candidates);
+        this.chosen(key, ip.address, ordered[0].address, candidates);
         return { address: ip.address, hostname: ip.hostname };
       }
       // A budget opens for many waiting messages at once (the next hour, midnight): spread their return.
@@ -105,24 +106,34 @@ export class SourceSelector {
       retryAt = Math.min(retryAt, admitted.retryAt + spread);
       limits.add(admitted.limit);
     }
+    this.chosen(key, '', ordered[0].address, candidates); // nobody was used: give the booking back
     const toward = provider ?? OTHER;
     const what = [...limits].map((l) => (l === 'throttled' ? 'cooling down after throttling replies' : l === 'provider' ? `at its ${toward} budget` : 'at its warm-up cap')).join(' or ');
     return { wait: `every address of IP pool "${pool}" is ${what} for ${toward} destinations`, retryAt: Number.isFinite(retryAt) ? retryAt : nextMidnight(now) };
   }
 
-  /** Candidates in the order to try them: the weighted round robin's choice first. */
+  /**
+   * Candidates in the order to try them: the smooth weighted round robin's
+   * choice first, then the others by their turn. The choice is booked at once
+   * (picks run concurrently); `chosen` moves the booking if another was used.
+   */
   private order(key: string, candidates: PoolMember[]): PoolMember[] {
     let state = this.turns.get(key);
     if (!state) this.turns.set(key, (state = new Map()));
     for (const c of candidates) state.set(c.address, (state.get(c.address) ?? 0) + c.weight);
     const current = state;
-    return [...candidates].sort((a, b) => (current.get(b.address) ?? 0) - (current.get(a.address) ?? 0));
+    const sorted = [...candidates].sort((a, b) => (current.get(b.address) ?? 0) - (current.get(a.address) ?? 0));
+    const total = candidates.reduce((a, c) => a + c.weight, 0);
+    current.set(sorted[0].address, (current.get(sorted[0].address) ?? 0) - total);
+    return sorted;
   }
 
-  private chosen(key: string, address: string, candidates: PoolMember[]): void {
+  private chosen(key: string, address: string, preferred: string, candidates: PoolMember[]): void {
+    if (address === preferred) return;
     const state = this.turns.get(key);
     const total = candidates.reduce((a, c) => a + c.weight, 0);
-    state?.set(address, (state.get(address) ?? 0) - total);
+    state?.set(preferred, (state.get(preferred) ?? 0) + total);
+    if (address) state?.set(address, (state.get(address) ?? 0) - total);
   }
 
   /** After the attempt: refund a send that reached no server; a throttling reply starts or raises a cool-down. */
