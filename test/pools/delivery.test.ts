@@ -8,7 +8,7 @@ import { FakeClock } from '../../src/clock';
 import type { Mta } from '../../src/delivery/mta';
 import { startSmtpSink, type SinkContext, type SinkReply, type SmtpSink } from '../support/smtp-sink';
 import { startDnsServer, type TestDnsServer } from '../support/dns-server';
-import { testConfig, type TestApp } from '../support/app';
+import { createKey, testConfig, type TestApp } from '../support/app';
 import { deliveryConfig, insertMessage, pointMx, startWorld, type World } from '../delivery/world';
 import { ipOf } from './helpers';
 
@@ -162,6 +162,18 @@ describe('warm-up and throttling through the MTA', () => {
     const metrics = await (await fetch(`${w.app.http.url}/metrics`)).text();
     assert.match(metrics, /pigeon_ip_throttle_level\{address="127\.0\.0\.10",destination="gmail",reason="rate_limited"\} 1/);
     assert.match(metrics, /pigeon_ip_throttle_replies_total\{address="127\.0\.0\.10",destination="gmail",reason="rate_limited"\} 1/);
+  });
+
+  it('a send through the API names its pool with ip_pool, and leaves from that pool\'s address', async () => {
+    const w = await begin(at(2, 12, 0), { seasoned: [SEASONED.address] });
+    const live = w.app.api.withKey(await createKey(w.app, 'live', ['messages:send']));
+    const res = await live.post('/v1/messages/send', { from: 'app@sender.test', to: ['a@dest.test', 'b@gmail.test'], subject: 'Hi', text: 'Hello', ip_pool: 'seasoned' });
+    assert.equal(res.status, 202, res.text);
+    assert.equal((await live.post('/v1/messages/send', { from: 'app@sender.test', to: ['a@dest.test'], subject: 'Hi', text: 'x', ip_pool: 'nope' })).status, 422);
+    await w.mta.runOnce();
+    assert.deepEqual([from(otherMx), from(gmailMx)], [{ [SEASONED.address]: 1 }, { [SEASONED.address]: 1 }]);
+    const ip = ipOf((await w.app.api.get('/v1/ip-pools/seasoned')).body, SEASONED.address);
+    assert.deepEqual(ip.usage_today.by_provider, { gmail: 1, other: 1 });
   });
 
   it('a restart in the middle of the day keeps the counts', async () => {
