@@ -15,6 +15,7 @@ import { createRecheckWorker } from './domains/worker';
 import { registerPoolRoutes } from './pools/routes';
 import { poolDeliveryHooks } from './pools/selector';
 import { createPoolsWorker } from './pools/worker';
+import { webhooksModule } from './webhooks';
 
 /** A background loop (MTA, webhook dispatcher, re-checks…). */
 export interface Worker {
@@ -56,4 +57,5 @@ export const MODULES: Module[] = [
       }),
     ],
   },
+  webhooksModule,
 ];
