@@ -94,6 +94,24 @@ export const configSchema = z.strictObject({
   }).prefault({}).describe('Outbound MTA.'),
   ips: z.array(sourceIp).default([{ address: '127.0.0.1', hostname: 'mail.example.com', weight: 1 }])
     .describe('Source addresses given to the appliance; IP pools are made from these.'),
+  pools: z.strictObject({
+    providerShare: z.record(z.string().regex(/^[a-z0-9-]+$/), z.number().min(0).max(1))
+      .default({ gmail: 0.4, microsoft: 0.3, yahoo: 0.2, apple: 0.1 })
+      .describe('Share of a warming IP\'s daily cap each mailbox provider may use (provider ids from the provider MX file); other destinations may use the whole cap.'),
+    providerMxFile: z.string().default('')
+      .describe('Optional JSON file of extra provider MX patterns, tried before the built-in config/provider-mx.json (see docs/ip-pools.md).'),
+    throttleRulesFile: z.string().default('')
+      .describe('Optional JSON file of extra throttling-reply rules, tried before the built-in ones (see docs/ip-pools.md).'),
+    throttle: z.strictObject({
+      cooldownMinutes: z.number().positive().default(30)
+        .describe('How long an IP stays slowed toward a provider after a throttling reply; each further reply in the cool-down doubles it.'),
+      maxCooldownMinutes: z.number().positive().default(240).describe('Longest cool-down, however many throttling replies arrive.'),
+      messagesPerMinute: z.number().positive().default(20)
+        .describe('Rate from one IP to one throttled provider at the first level of cool-down; each further level halves it.'),
+      connections: z.number().int().positive().default(1)
+        .describe('Messages in flight at once from one IP to one provider during a cool-down.'),
+    }).prefault({}).describe('Slowing down after "rate limited" or "reputation" replies.'),
+  }).prefault({}).describe('IP pools: warm-up budgets and throttling.'),
   domains: z.strictObject({
     recheckIntervalHours: z.number().positive().default(6)
       .describe('How often verified (and failing) sending domains have their DNS records looked up again.'),
