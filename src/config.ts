@@ -83,6 +83,12 @@ export const configSchema = z.strictObject({
     dataTimeoutMs: z.number().int().positive().default(300_000).describe('Wait for the reply to the end of data.'),
     leaseSeconds: z.number().int().positive().default(600)
       .describe('A claimed queue row returns to the queue if its worker has not finished within this time.'),
+    idleConnectionMs: z.number().int().min(0).default(5000)
+      .describe('How long an idle outbound SMTP connection is kept open for the next message to the same MX host.'),
+    mxCacheSeconds: z.number().int().min(0).default(60)
+      .describe('How long MX and address answers are reused (Node does not expose MX TTLs); 0 disables the cache.'),
+    bounceRulesFile: z.string().default('')
+      .describe('Optional JSON file of extra bounce rules, tried before the built-in ones (see docs/delivery.md).'),
   }).prefault({}).describe('Outbound MTA.'),
   ips: z.array(sourceIp).default([{ address: '127.0.0.1', hostname: 'mail.example.com', weight: 1 }])
     .describe('Source addresses given to the appliance; IP pools are made from these.'),

@@ -10,6 +10,7 @@ import { registerAuthRoutes } from './auth/routes';
 import { registerMessageRoutes } from './messages';
 import { registerDomainRoutes } from './domains/routes';
 import { createRecheckWorker } from './domains/worker';
+import { Mta } from './delivery/mta';
 
 /** A background loop (MTA, webhook dispatcher, re-checks…). */
 export interface Worker {
@@ -41,4 +42,5 @@ export const MODULES: Module[] = [
   { name: 'auth', routes: registerAuthRoutes },
   { name: 'messages', routes: registerMessageRoutes },
   { name: 'domains', routes: registerDomainRoutes, workers: (deps) => [createRecheckWorker(deps)] },
+  { name: 'delivery', workers: (deps) => [new Mta(deps)] },
 ];
