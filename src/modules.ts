@@ -11,6 +11,7 @@ import { registerMessageRoutes } from './messages';
 import { registerDomainRoutes } from './domains/routes';
 import { createRecheckWorker } from './domains/worker';
 import { Mta } from './delivery/mta';
+import { smtpListeners } from './smtp';
 
 /** A background loop (MTA, webhook dispatcher, re-checks…). */
 export interface Worker {
@@ -43,4 +44,5 @@ export const MODULES: Module[] = [
   { name: 'messages', routes: registerMessageRoutes },
   { name: 'domains', routes: registerDomainRoutes, workers: (deps) => [createRecheckWorker(deps)] },
   { name: 'delivery', workers: (deps) => [new Mta(deps)] },
+  { name: 'smtp', listeners: smtpListeners },
 ];
