@@ -60,3 +60,24 @@ export function joinMessage(fields: HeaderField[], body: Buffer): Buffer {
   const header = fields.map((f) => `${f.text}\r\n`).join('');
   return Buffer.concat([Buffer.from(`${header}\r\n`, 'latin1'), body]);
 }
+
+const ENCODED_WORD = /=\?([^?\s]+)\?([bBqQ])\?([^?\s]*)\?=/g;
+
+/**
+ * Decodes RFC 2047 encoded-words ("=?UTF-8?Q?=7B=22a=22=7D?="), which mail
+ * libraries use for header values with special characters: nodemailer, for
+ * one, encodes a JSON value that way. Whitespace between adjacent
+ * encoded-words is dropped, as the RFC says; an unknown charset is left as is.
+ */
+export function decodeEncodedWords(value: string): string {
+  return value.replace(/(=\?[^?\s]+\?[bBqQ]\?[^?\s]*\?=)\s+(?==\?[^?\s]+\?[bBqQ]\?[^?\s]*\?=)/g, '$1').replace(ENCODED_WORD, (word, charset: string, encoding: string, text: string) => {
+    const bytes = encoding.toUpperCase() === 'B'
+      ? Buffer.from(text, 'base64')
+      : Buffer.from(text.replace(/_/g, ' ').replace(/=([0-9A-Fa-f]{2})/g, (_m, hex: string) => String.fromCharCode(parseInt(hex, 16))), 'latin1');
+    try {
+      return new TextDecoder(charset.split('*')[0].toLowerCase()).decode(bytes);
+    } catch {
+      return word;
+    }
+  });
+}

@@ -2,14 +2,15 @@
  * The X-Pigeon-* headers: an SMTP client's way to give what the send API
  * takes as JSON fields (ip_pool, tags, metadata, send_at, track_opens,
  * track_clicks, list_unsubscribe). They are validated by the send API's own
- * schema, so both paths accept exactly the same values, and removed from the
+ * schema, so both paths accept exactly the same values (RFC 2047 encoded
+ * values, as mail libraries write them, are decoded first), and removed from the
  * stored message, so they never reach a recipient. A bad value refuses the
  * message with a reply that names the header; an unknown X-Pigeon-* header is
  * refused too, so a typo cannot silently drop an option.
  */
 import type { Config } from '../config';
 import { sendBodySchema } from '../messages/schemas';
-import { fieldName, fieldValue, type HeaderField } from './headers';
+import { decodeEncodedWords, fieldName, fieldValue, type HeaderField } from './headers';
 import { smtpReply } from './replies';
 
 export interface PigeonOptions {
@@ -80,7 +81,7 @@ export function createPigeonHeaderReader(config: Config) {
       const shown = fieldName(f);
       if (!spec) throw refuse(shown, `unknown header; Pigeon reads ${Object.values(DISPLAY).join(', ')}`);
       if (spec.field in body) throw refuse(shown, 'given more than once');
-      body[spec.field] = spec.parse(fieldValue(f), shown);
+      body[spec.field] = spec.parse(decodeEncodedWords(fieldValue(f)), shown);
     }
     const result = schema.safeParse(body);
     if (!result.success) {

@@ -98,7 +98,7 @@ async function handleArf(deps: AppDeps, report: Extract<Report, { kind: 'arf' }>
 
 /** Parses and records a report; throws only when the database fails. */
 export async function handleReport(deps: AppDeps, classify: Classify, raw: Buffer, rcptTo: string[]): Promise<ReportOutcome> {
-  const report = await parseReport(raw);
+  const report = parseReport(raw);
   if (report.kind === 'other') return { kind: 'other', results: [`dropped: ${report.reason}`] };
   const ids = verpIds(deps, rcptTo, report.original);
   const results = report.kind === 'dsn' ? await handleDsn(deps, classify, report, ids) : await handleArf(deps, report, ids);

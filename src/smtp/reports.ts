@@ -2,13 +2,13 @@
  * Reading the reports the inbound listener receives: delivery status
  * notifications (RFC 3464, `multipart/report; report-type=delivery-status`,
  * also the UTF-8 `global-delivery-status` of RFC 6533) and abuse feedback
- * reports (ARF, RFC 5965, `report-type=feedback-report`). mailparser splits
+ * reports (ARF, RFC 5965, `report-type=feedback-report`). mime-tree.ts splits
  * the MIME; the machine-readable parts are header-like field groups parsed
  * here. Anything else (auto-replies, garbage) is reported as `other` with a
  * reason, for the log line of a dropped message. Never throws on bad input.
  */
-import { simpleParser, type Attachment } from 'mailparser';
 import { fieldValue, splitMessage } from './headers';
+import { findNode, readMimeTree, type MimeNode } from './mime-tree';
 
 export interface DsnRecipient {
   /** the addresses of Original-Recipient and Final-Recipient, lower-case (forwarding can make them differ) */
@@ -40,7 +40,7 @@ export function fieldGroups(text: string): Fields[] {
   const groups: Fields[] = [];
   for (const block of text.replace(/\r\n/g, '\n').split(/\n[ \t]*\n/)) {
     const fields: Fields = new Map();
-    for (const line of block.replace(/\n(?=[ \t])/g, ' ').split('\n')) {
+    for (const line of block.replace(/\n[ \t]+/g, ' ').split('\n')) {
       const colon = line.indexOf(':');
       if (colon <= 0) continue;
       const name = line.slice(0, colon).trim().toLowerCase();
@@ -73,11 +73,13 @@ function parseDeliveryStatus(text: string): { reportingMta: string | null; recip
   return { reportingMta: afterType(perMessage?.get('reporting-mta')), recipients };
 }
 
+const ORIGINAL_TYPES = ['message/rfc822', 'text/rfc822-headers', 'message/global', 'message/global-headers'];
+
 /** Message-ID and Return-Path of the returned original (full message or headers only). */
-function originalRef(parts: Attachment[]): OriginalRef {
-  const part = parts.find((a) => ['message/rfc822', 'text/rfc822-headers', 'message/global', 'message/global-headers'].includes(a.contentType));
+function originalRef(report: MimeNode): OriginalRef {
+  const part = findNode(report, (n) => ORIGINAL_TYPES.includes(n.type));
   if (!part) return { messageId: null, returnPath: null };
-  const { fields } = splitMessage(normalizeNewlines(part.content));
+  const { fields } = splitMessage(part.body);
   const value = (name: string) => {
     const f = fields.find((x) => x.name === name);
     return f ? fieldValue(f) : null;
@@ -88,33 +90,26 @@ function originalRef(parts: Attachment[]): OriginalRef {
   };
 }
 
-/** Reports travel through many systems; some turn CRLF into LF. */
-const normalizeNewlines = (b: Buffer): Buffer => Buffer.from(b.toString('latin1').replace(/\r?\n/g, '\r\n'), 'latin1');
-
-export async function parseReport(raw: Buffer): Promise<Report> {
-  let mail;
-  try {
-    mail = await simpleParser(raw, { keepDeliveryStatus: true, skipHtmlToText: true, skipTextToHtml: true, skipTextLinks: true });
-  } catch (err) {
-    return { kind: 'other', reason: `unparseable MIME: ${(err as Error).message}` };
-  }
-  const type = mail.headers.get('content-type') as { value?: string; params?: Record<string, string> } | undefined;
-  const reportType = (type?.params?.['report-type'] ?? '').toLowerCase();
-  if (type?.value !== 'multipart/report') return { kind: 'other', reason: `not a report (${type?.value ?? 'no content type'})` };
-  const part = (...types: string[]) => mail.attachments.find((a) => types.includes(a.contentType));
+export function parseReport(raw: Buffer): Report {
+  const root = readMimeTree(raw);
+  // a report forwarded inside another message is still a report
+  const report = findNode(root, (n) => n.type === 'multipart/report');
+  if (!report) return { kind: 'other', reason: `not a report (${root.type})` };
+  const reportType = (report.params['report-type'] ?? '').toLowerCase();
+  const part = (...types: string[]) => findNode(report, (n) => types.includes(n.type));
   if (reportType === 'delivery-status' || reportType === 'global-delivery-status') {
     const status = part('message/delivery-status', 'message/global-delivery-status');
     if (!status) return { kind: 'other', reason: 'delivery-status report without a message/delivery-status part' };
-    const parsed = parseDeliveryStatus(status.content.toString('utf8'));
+    const parsed = parseDeliveryStatus(status.body.toString('utf8'));
     if (!parsed.recipients.length) return { kind: 'other', reason: 'delivery-status report without per-recipient fields' };
-    return { kind: 'dsn', ...parsed, original: originalRef(mail.attachments) };
+    return { kind: 'dsn', ...parsed, original: originalRef(report) };
   }
   if (reportType === 'feedback-report') {
     const feedback = part('message/feedback-report');
-    const fields = feedback ? fieldGroups(feedback.content.toString('utf8'))[0] : undefined;
+    const fields = feedback ? fieldGroups(feedback.body.toString('utf8'))[0] : undefined;
     const feedbackType = fields?.get('feedback-type')?.toLowerCase();
     if (!feedbackType) return { kind: 'other', reason: 'feedback report without a Feedback-Type' };
-    return { kind: 'arf', feedbackType, originalRcptTo: bareAddress(fields?.get('original-rcpt-to')), original: originalRef(mail.attachments) };
+    return { kind: 'arf', feedbackType, originalRcptTo: bareAddress(fields?.get('original-rcpt-to')), original: originalRef(report) };
   }
   return { kind: 'other', reason: `unsupported report type '${reportType}'` };
 }

@@ -159,6 +159,20 @@ describe('relaying through the submission port', () => {
     assert.equal(await stored(), before);
   });
 
+  test('a client that vanishes in the middle of DATA leaves nothing behind, and the server keeps serving', async () => {
+    const before = await stored();
+    const raw = await RawSmtp.connect(app.submissionPort);
+    await raw.login(testKey);
+    await raw.command('MAIL FROM:<app@example.com>');
+    await raw.command('RCPT TO:<ann@example.org>');
+    assert.match(await raw.command('DATA'), /^354/);
+    raw.write('From: app@example.com\r\nSubject: half\r\n\r\nand then');
+    raw.close();
+    const info = await sandbox.sendMail({ envelope: { from: 'app@example.com', to: ['ann@example.org'] }, raw: message({}) });
+    assert.equal(ids(info.response).length, 1);
+    assert.equal(await stored(), before + 1);
+  });
+
   test('lines over 998 characters are refused', async () => {
     const r = await refusal(sandbox.sendMail({ envelope: { from: 'app@example.com', to: ['ann@example.org'] }, raw: message({}, 'z'.repeat(999)) }));
     assert.match(r.response, /^554 5\.6\.0 Message has a line longer than 998 characters/);
