@@ -12,7 +12,8 @@ import { selfSignedFile } from '../../src/smtp/tls';
 import { createApp } from '../../src/app';
 import { testConfig } from '../support/app';
 import { testCertificate } from '../support/tls-cert';
-import { RawSmtp, startSmtpApp } from './helpers';
+import { createKey } from '../support/app';
+import { RawSmtp, refusal, startSmtpApp, submissionClient } from './helpers';
 
 /** STARTTLS by hand, trusting only `ca`: resolves with the certificate the server presented. */
 async function starttls(port: number, ca: string, servername: string): Promise<tls.PeerCertificate> {
@@ -78,5 +79,20 @@ test('a configured certificate is presented as is; doctor names it, and a key th
     assert.equal(missing.status, 'fail');
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('with smtp.submission.secure the port speaks TLS from the first byte (port 465 style)', async () => {
+  const app = await startSmtpApp({ smtp: { submission: { secure: true, allowInsecureAuth: false } } });
+  try {
+    const key = await createKey(app, 'test', ['messages:send']);
+    const client = submissionClient(app.submissionPort, key, { secure: true });
+    const info = await client.sendMail({ from: 'app@example.com', to: 'ann@example.org', subject: 'Hi', text: 'over TLS' });
+    assert.match(info.response, /^250 2\.0\.0 Ok: queued as msg_/);
+    client.close();
+    const plain = await refusal(submissionClient(app.submissionPort, key, { ignoreTLS: true, connectionTimeout: 1500, greetingTimeout: 1500 }).verify());
+    assert.ok(plain.code === 0, `a plain-text client gets no SMTP greeting: ${plain.response}`);
+  } finally {
+    await app.stop();
   }
 });
