@@ -4,12 +4,14 @@
  * add theirs without touching each other's code.
  *
  *   node dist/bench/run.js accept [--seconds=2.5] [--group-commit=both|on|off]
+ *   node dist/bench/run.js smtp [--seconds=2.5] [--concurrency=1,10,50] [--tls=off|on]
  */
 type Mode = (args: string[]) => Promise<void>;
 
 // One line per mode; require keeps each mode's code unloaded until chosen.
 const MODES: Record<string, () => Mode> = {
   accept: () => (require('./accept') as typeof import('./accept')).run,
+  smtp: () => (require('./smtp') as typeof import('./smtp')).run,
 };
 
 async function main(): Promise<void> {
