@@ -9,7 +9,7 @@
  * accepted and dropped with a log line, so the sender does not retry it.
  */
 import { Counter } from 'prom-client';
-import { SMTPServer } from 'smtp-server';
+import { SMTPServer, type SMTPServerOptions, type SMTPServerSession } from 'smtp-server';
 import type { AppDeps } from '../deps';
 import { parseVerp } from '../delivery';
 import { createClassifier } from '../delivery/classify';
@@ -17,7 +17,7 @@ import type { Listener } from '../modules';
 import { ClientConnections } from './client-limit';
 import { readData } from './data-reader';
 import { listen } from './listen';
-import { smtpReply } from './replies';
+import { smtpReply, SmtpReply } from './replies';
 import { handleReport } from './report-handler';
 import type { TlsMaterial } from './tls';
 
@@ -69,18 +69,10 @@ export async function startInbound(deps: AppDeps, tls: TlsMaterial): Promise<Lis
 
     onData(stream, session, callback) {
       busy.add(session.id);
-      const rcptTo = session.envelope.rcptTo.map((r) => r.address);
-      const base = { listener: NAME, session: session.id, remoteAddress: session.remoteAddress };
-      readData(stream, cfg.maxMessageBytes, false)
-        .then(async (data) => {
-          if ('fault' in data) return callback(smtpReply(552, '5.3.4', `Message exceeds the maximum size of ${cfg.maxMessageBytes} bytes`));
-          const outcome = await handleReport(deps, classify, data.raw, rcptTo);
-          reports.inc({ kind: outcome.kind });
-          log.info({ ...base, kind: outcome.kind, results: outcome.results }, 'inbound: report processed');
-          callback(null, '2.0.0 Ok');
-        })
-        .catch((err: unknown) => {
-          log.error({ ...base, err }, 'inbound: could not record a report');
+      receive(stream, session)
+        .then(() => callback(null, '2.0.0 Ok'), (err: unknown) => {
+          if (err instanceof SmtpReply) return callback(err);
+          log.error({ listener: NAME, session: session.id, err }, 'inbound: could not record a report');
           callback(smtpReply(451, '4.3.0', 'Local error, try again later'));
         })
         .finally(() => busy.delete(session.id));
@@ -91,6 +83,15 @@ export async function startInbound(deps: AppDeps, tls: TlsMaterial): Promise<Lis
       busy.delete(session.id);
     },
   });
+
+  /** Reads, parses and records one report; throws SmtpReply (too large) or a storage error. */
+  async function receive(stream: Parameters<NonNullable<SMTPServerOptions['onData']>>[0], session: SMTPServerSession): Promise<void> {
+    const data = await readData(stream, cfg.maxMessageBytes, false);
+    if ('fault' in data) throw smtpReply(552, '5.3.4', `Message exceeds the maximum size of ${cfg.maxMessageBytes} bytes`);
+    const outcome = await handleReport(deps, classify, data.raw, session.envelope.rcptTo.map((r) => r.address));
+    reports.inc({ kind: outcome.kind });
+    log.info({ listener: NAME, session: session.id, remoteAddress: session.remoteAddress, kind: outcome.kind, results: outcome.results }, 'inbound: report processed');
+  }
 
   const listener = await listen(server, NAME, cfg.host, cfg.port, busy, log);
   log.info({ listener: NAME, host: cfg.host, port: listener.port }, 'smtp inbound listening');

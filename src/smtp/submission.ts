@@ -10,7 +10,9 @@
  *   DATA      → data-reader.ts (bare CR/LF, line length, size), then submit.ts
  */
 import { Counter } from 'prom-client';
-import { SMTPServer, type SMTPServerAddress, type SMTPServerSession } from 'smtp-server';
+import {
+  SMTPServer, type SMTPServerAddress, type SMTPServerAuthentication, type SMTPServerAuthenticationResponse, type SMTPServerOptions, type SMTPServerSession,
+} from 'smtp-server';
 import type { AppDeps } from '../deps';
 import { ApiError } from '../http/errors';
 import { parseEmail } from '../messages/addresses';
@@ -21,7 +23,7 @@ import { readData, type DataFault } from './data-reader';
 import { listen } from './listen';
 import { createPigeonHeaderReader } from './pigeon-headers';
 import { smtpReply, SmtpReply } from './replies';
-import { isSmtpReply, submit } from './submit';
+import { isSmtpReply, submit, type PigeonHeaderReader } from './submit';
 import type { TlsMaterial } from './tls';
 
 const NAME = 'smtp-submission';
@@ -49,20 +51,118 @@ const validationReply = (code: number, enhanced: string, what: string, address: 
   }
 };
 
+type DataStream = Parameters<NonNullable<SMTPServerOptions['onData']>>[0];
+type Done = (err?: Error | null) => void;
+
+/** The handlers of one submission listener and the state they share. */
+class Submission {
+  readonly clients: ClientConnections;
+  readonly busy = new Set<string>();
+  server!: SMTPServer;
+  private readonly readPigeon: PigeonHeaderReader;
+  private readonly transactions: Counter<'outcome'>;
+  private readonly authFailures: Counter;
+
+  constructor(private readonly deps: AppDeps) {
+    this.clients = new ClientConnections(deps.config.smtp.submission.maxConnectionsPerClient);
+    this.readPigeon = createPigeonHeaderReader(deps.config);
+    const registers = [deps.metrics.registry];
+    this.transactions = new Counter({
+      name: 'pigeon_smtp_submission_transactions_total', help: 'SMTP submission transactions by outcome (accepted, refused, error)',
+      labelNames: ['outcome'], registers,
+    });
+    this.authFailures = new Counter({ name: 'pigeon_smtp_auth_failures_total', help: 'Refused SMTP AUTH attempts', registers });
+  }
+
+  onConnect(session: SMTPServerSession, callback: Done): void {
+    if (this.clients.admit(session.id, session.remoteAddress)) return callback();
+    callback(smtpReply(421, '4.7.0', `Too many connections from ${session.remoteAddress}; try again later`));
+  }
+
+  onAuth(auth: SMTPServerAuthentication, session: SMTPServerSession, callback: (err: Error | null, res?: SMTPServerAuthenticationResponse) => void): void {
+    login(this.deps, auth.password ?? '', session.remoteAddress).then(
+      (result) => {
+        if ('user' in result) return callback(null, { user: result.user });
+        this.authFailures.inc();
+        this.deps.log.warn({ listener: NAME, remoteAddress: session.remoteAddress, reply: result.refused.message }, 'smtp auth refused');
+        callback(result.refused);
+        // the 454 is written first; then the session ends
+        if (result.disconnect) setImmediate(() => this.closeSession(session.id));
+      },
+      (err: unknown) => {
+        this.deps.log.error({ err, listener: NAME }, 'smtp auth failed with an error');
+        callback(smtpReply(454, '4.7.0', 'Temporary authentication failure; try again later'));
+      },
+    );
+  }
+
+  onMailFrom(address: SMTPServerAddress, session: SMTPServerSession, callback: Done): void {
+    checkSender(this.deps, session.user as SubmitUser).then(
+      (refused) => callback(refused ?? (address.address ? validationReply(553, '5.1.7', 'Sender', address.address) : null)),
+      (err: unknown) => {
+        this.deps.log.error({ err, listener: NAME }, 'smtp MAIL FROM check failed');
+        callback(smtpReply(451, '4.3.0', 'Local error, try again later'));
+      },
+    );
+  }
+
+  onRcptTo(address: SMTPServerAddress, session: SMTPServerSession, callback: Done): void {
+    const max = this.deps.config.limits.maxRecipients;
+    const rcpts = session.envelope.rcptTo;
+    const repeated = rcpts.some((r) => r.address.toLowerCase() === address.address.toLowerCase());
+    if (!repeated && rcpts.length >= max) {
+      return callback(smtpReply(452, '4.5.3', `Too many recipients: at most ${max} per message; send the rest in another transaction`));
+    }
+    callback(validationReply(553, '5.1.3', 'Recipient', address.address));
+  }
+
+  onData(stream: DataStream, session: SMTPServerSession, callback: (err?: Error | null, reply?: string) => void): void {
+    this.busy.add(session.id);
+    const done = (err: SmtpReply | null, reply?: string) => {
+      this.busy.delete(session.id);
+      this.transactions.inc({ outcome: err ? (err.responseCode >= 500 ? 'refused' : 'error') : 'accepted' });
+      callback(err, reply);
+    };
+    this.store(stream, session).then(
+      (reply) => done(null, reply),
+      (err: unknown) => {
+        if (isSmtpReply(err)) return done(err);
+        this.deps.log.error({ err, listener: NAME, session: session.id }, 'smtp submission failed');
+        done(smtpReply(451, '4.3.0', 'Local error, try again later'));
+      },
+    );
+  }
+
+  onClose(session: SMTPServerSession): void {
+    this.clients.release(session.id);
+    this.busy.delete(session.id);
+  }
+
+  /** Reads the data and stores the message; resolves with the 250 text. */
+  private async store(stream: DataStream, session: SMTPServerSession): Promise<string> {
+    const { log, config } = this.deps;
+    const data = await readData(stream, config.limits.maxMessageBytes, true);
+    if ('fault' in data) {
+      log.info({ listener: NAME, session: session.id, remoteAddress: session.remoteAddress, fault: data.fault }, 'smtp message refused');
+      throw faultReply(data.fault, config.limits.maxMessageBytes);
+    }
+    const user = session.user as SubmitUser;
+    const recipients = session.envelope.rcptTo.map((r) => r.address);
+    const reply = await submit(this.deps, this.readPigeon, { user, recipients, raw: data.raw });
+    log.info({ listener: NAME, session: session.id, accountId: user.accountId, mode: user.mode, recipients: recipients.length }, 'smtp message accepted');
+    return reply;
+  }
+
+  private closeSession(sessionId: string): void {
+    for (const connection of this.server.connections) if (connection.id === sessionId) connection.close();
+  }
+}
+
 export async function startSubmission(deps: AppDeps, tls: TlsMaterial): Promise<Listener> {
   const { config, log } = deps;
   const cfg = config.smtp.submission;
-  const { maxRecipients, maxMessageBytes } = config.limits;
-  const clients = new ClientConnections(cfg.maxConnectionsPerClient);
-  const busy = new Set<string>();
-  const readPigeon = createPigeonHeaderReader(config);
-  const messages = new Counter({
-    name: 'pigeon_smtp_submission_transactions_total', help: 'SMTP submission transactions by outcome (accepted, refused, error)',
-    labelNames: ['outcome'], registers: [deps.metrics.registry],
-  });
-  const authFailures = new Counter({ name: 'pigeon_smtp_auth_failures_total', help: 'Refused SMTP AUTH attempts', registers: [deps.metrics.registry] });
-
-  const server: SMTPServer = new SMTPServer({
+  const s = new Submission(deps);
+  s.server = new SMTPServer({
     name: config.hostname,
     banner: 'Pigeon submission',
     logger: false,
@@ -72,92 +172,19 @@ export async function startSubmission(deps: AppDeps, tls: TlsMaterial): Promise<
     authMethods: ['PLAIN', 'LOGIN'],
     allowInsecureAuth: cfg.allowInsecureAuth,
     authRequiredMessage: '5.7.0 Authentication required',
-    size: maxMessageBytes,
+    size: config.limits.maxMessageBytes,
     maxClients: cfg.maxClients,
     socketTimeout: cfg.socketTimeoutMs,
     closeTimeout: config.http.shutdownTimeoutMs,
     disableReverseLookup: true,
-
-    onConnect(session, callback) {
-      if (clients.admit(session.id, session.remoteAddress)) return callback();
-      callback(smtpReply(421, '4.7.0', `Too many connections from ${session.remoteAddress}; try again later`));
-    },
-
-    onAuth(auth, session, callback) {
-      login(deps, auth.password ?? '', session.remoteAddress).then(
-        (result) => {
-          if ('user' in result) return callback(null, { user: result.user });
-          authFailures.inc();
-          log.warn({ listener: NAME, remoteAddress: session.remoteAddress, reply: result.refused.message }, 'smtp auth refused');
-          callback(result.refused);
-          if (result.disconnect) setImmediate(() => closeSession(server, session.id));
-        },
-        (err: unknown) => {
-          log.error({ err, listener: NAME }, 'smtp auth failed with an error');
-          callback(smtpReply(454, '4.7.0', 'Temporary authentication failure; try again later'));
-        },
-      );
-    },
-
-    onMailFrom(address: SMTPServerAddress, session, callback) {
-      checkSender(deps, session.user as SubmitUser).then(
-        (refused) => callback(refused ?? (address.address ? validationReply(553, '5.1.7', 'Sender', address.address) : null)),
-        (err: unknown) => {
-          log.error({ err, listener: NAME }, 'smtp MAIL FROM check failed');
-          callback(smtpReply(451, '4.3.0', 'Local error, try again later'));
-        },
-      );
-    },
-
-    onRcptTo(address: SMTPServerAddress, session, callback) {
-      const rcpts = session.envelope.rcptTo;
-      const repeated = rcpts.some((r) => r.address.toLowerCase() === address.address.toLowerCase());
-      if (!repeated && rcpts.length >= maxRecipients) {
-        return callback(smtpReply(452, '4.5.3', `Too many recipients: at most ${maxRecipients} per message; send the rest in another transaction`));
-      }
-      callback(validationReply(553, '5.1.3', 'Recipient', address.address));
-    },
-
-    onData(stream, session, callback) {
-      busy.add(session.id);
-      const done = (err: SmtpReply | null, reply?: string) => {
-        busy.delete(session.id);
-        messages.inc({ outcome: err ? (err.responseCode >= 500 ? 'refused' : 'error') : 'accepted' });
-        callback(err, reply);
-      };
-      handleData(stream, session)
-        .then((reply) => done(null, reply))
-        .catch((err: unknown) => {
-          if (isSmtpReply(err)) return done(err);
-          log.error({ err, listener: NAME, session: session.id }, 'smtp submission failed');
-          done(smtpReply(451, '4.3.0', 'Local error, try again later'));
-        });
-    },
-
-    onClose(session) {
-      clients.release(session.id);
-      busy.delete(session.id);
-    },
+    onConnect: (session, cb) => s.onConnect(session, cb),
+    onAuth: (auth, session, cb) => s.onAuth(auth, session, cb),
+    onMailFrom: (address, session, cb) => s.onMailFrom(address, session, cb),
+    onRcptTo: (address, session, cb) => s.onRcptTo(address, session, cb),
+    onData: (stream, session, cb) => s.onData(stream, session, cb),
+    onClose: (session) => s.onClose(session),
   });
-
-  async function handleData(stream: Parameters<NonNullable<SMTPServer['onData']>>[0], session: SMTPServerSession): Promise<string> {
-    const data = await readData(stream, maxMessageBytes, true);
-    if ('fault' in data) {
-      log.info({ listener: NAME, session: session.id, remoteAddress: session.remoteAddress, fault: data.fault }, 'smtp message refused');
-      throw faultReply(data.fault, maxMessageBytes);
-    }
-    const user = session.user as SubmitUser;
-    const reply = await submit(deps, readPigeon, { user, recipients: session.envelope.rcptTo.map((r) => r.address), raw: data.raw });
-    log.info({ listener: NAME, session: session.id, accountId: user.accountId, mode: user.mode, recipients: session.envelope.rcptTo.length }, 'smtp message accepted');
-    return reply;
-  }
-
-  const listener = await listen(server, NAME, cfg.host, cfg.port, busy, log);
+  const listener = await listen(s.server, NAME, cfg.host, cfg.port, s.busy, log);
   log.info({ listener: NAME, host: cfg.host, port: listener.port, secure: cfg.secure, certificate: tls.source }, 'smtp submission listening');
   return listener;
-}
-
-/** Ends a session after its reply was written (AUTH blocked for too many failures). */
-function closeSession(server: SMTPServer, sessionId: string): void {
-  for (const connection of server.connections) if (connection.id === sessionId) connection.close();
 }
