@@ -15,7 +15,9 @@ import type { ServerReady } from './server';
 interface Options {
   seconds: number;
   warmupSeconds: number;
+  serverWarmupSeconds: number;
   groupCommit: boolean[];
+  windowMs: number;
   recipients: number[];
   concurrency: number[];
 }
@@ -25,18 +27,26 @@ function parseOptions(args: string[]): Options {
   const gc = get('group-commit') ?? 'both';
   const list = (v: string | undefined, d: number[]) => (v ? v.split(',').map(Number) : d);
   return {
-    seconds: Number(get('seconds') ?? 2.5),
+    seconds: Number(get('seconds') ?? 2),
     warmupSeconds: 0.3,
+    serverWarmupSeconds: 2,
     groupCommit: gc === 'both' ? [true, false] : [gc === 'on'],
+    windowMs: Number(get('window-ms') ?? 0),
     recipients: list(get('recipients'), [1, 10]),
     concurrency: list(get('concurrency'), [1, 10, 50]),
   };
 }
 
+interface Stats {
+  maxRssKb: number;
+  cpuMs: number;
+  groups: GroupCounters;
+}
+
 interface Server {
   url: URL;
   key: string;
-  rssKb(): Promise<number>;
+  stats(): Promise<Stats>;
   stop(): Promise<void>;
 }
 
@@ -46,27 +56,33 @@ function startServer(config: Record<string, unknown>): Promise<Server> {
   const execArgv = profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : [];
   const child: ChildProcess = fork(path.join(__dirname, 'server.js'), [JSON.stringify(config)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv });
   const next = <T>(type: string) => new Promise<T>((resolve, reject) => {
+    const onExit = (code: number | null) => reject(new Error(`bench server exited with ${code}`));
     const onMessage = (m: { type: string }) => {
       if (m.type !== type) return;
       child.off('message', onMessage);
+      child.off('exit', onExit);
       resolve(m as T);
     };
     child.on('message', onMessage);
-    child.once('exit', (code) => reject(new Error(`bench server exited with ${code}`)));
+    child.once('exit', onExit);
   });
-  return next<ServerReady>('ready').then((ready) => ({
-    url: new URL(ready.url),
-    key: ready.key,
-    rssKb: async () => {
-      const answer = next<{ maxRssKb: number }>('rss');
-      child.send({ type: 'rss' });
-      return (await answer).maxRssKb;
-    },
-    stop: () => new Promise<void>((resolve) => {
-      child.once('exit', () => resolve());
-      child.send({ type: 'stop' });
-    }),
-  }));
+  return next<ServerReady>('ready').then((ready) => {
+    const server: Server = {
+      url: new URL(ready.url),
+      key: ready.key,
+      stats: async () => {
+        const answer = next<Omit<Stats, 'groups'>>('stats');
+        child.send({ type: 'stats' });
+        const [stats, groups] = await Promise.all([answer, groupCounters(server)]);
+        return { ...stats, groups };
+      },
+      stop: () => new Promise<void>((resolve) => {
+        child.once('exit', () => resolve());
+        child.send({ type: 'stop' });
+      }),
+    };
+    return server;
+  });
 }
 
 /** A typical transactional message: about 5 KB of JSON with template values. */
@@ -124,11 +140,22 @@ async function load(server: Server, body: Buffer, concurrency: number, seconds: 
   return { requests: latenciesMs.length, errors, seconds: (performance.now() - started) / 1000, latenciesMs };
 }
 
-/** Mean messages per accept transaction, from the server's own metrics. */
-async function groupStats(server: Server): Promise<number> {
+interface GroupCounters {
+  sum: number;
+  count: number;
+}
+
+/** The server's own group-commit metrics (messages and transactions so far). */
+async function groupCounters(server: Server): Promise<GroupCounters> {
   const text = await (await fetch(new URL('/metrics', server.url))).text();
-  const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
-  return value('pigeon_accept_group_messages_sum') / value('pigeon_accept_group_messages_count');
+  const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
+  return { sum: value('pigeon_accept_group_messages_sum'), count: value('pigeon_accept_group_messages_count') };
+}
+
+/** Mean messages per accept transaction since `before`. */
+async function groupStats(server: Server, before: GroupCounters): Promise<number> {
+  const now = await groupCounters(server);
+  return (now.sum - before.sum) / (now.count - before.count);
 }
 
 const percentile = (sorted: number[], p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] : NaN);
@@ -137,23 +164,27 @@ export async function run(args: string[]): Promise<void> {
   const options = parseOptions(args);
   console.log(`accept benchmark: node ${process.version}, ${os.cpus().length} cores, load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`);
   console.log('POST /v1/messages/send, ~5 KB JSON, live key, SQLite synchronous=FULL, client and server in separate processes\n');
-  const header = ['group commit', 'rcpts', 'conc', 'req/s', 'msgs/s', 'p50 ms', 'p99 ms', 'errors', 'peak RSS MB', 'msgs/commit'];
+  const header = ['group commit', 'rcpts', 'conc', 'req/s', 'msgs/s', 'p50 ms', 'p99 ms', 'errors', 'peak RSS MB', 'msgs/commit', 'server CPU ms/req'];
   console.log(header.join('\t'));
   for (const groupCommit of options.groupCommit) {
+    // One server per commit mode, warmed up first: a cold process spends its first seconds compiling (JIT).
+    const server = await startServer({ messages: { groupCommit, groupCommitWindowMs: options.windowMs } });
+    await load(server, payload(1), 10, options.serverWarmupSeconds);
     for (const recipients of options.recipients) {
       for (const concurrency of options.concurrency) {
-        const server = await startServer({ messages: { groupCommit } });
         const body = payload(recipients);
         await load(server, body, concurrency, options.warmupSeconds);
+        const before = await server.stats();
         const r = await load(server, body, concurrency, options.seconds);
-        const rss = await server.rssKb();
-        const groups = await groupStats(server);
-        await server.stop();
+        const after = await server.stats();
+        const groups = await groupStats(server, before.groups);
         const sorted = [...r.latenciesMs].sort((a, b) => a - b);
         const rps = r.requests / r.seconds;
         console.log([groupCommit ? 'on' : 'off', recipients, concurrency, rps.toFixed(0), (rps * recipients).toFixed(0),
-          percentile(sorted, 0.5).toFixed(1), percentile(sorted, 0.99).toFixed(1), r.errors, (rss / 1024).toFixed(0), groups.toFixed(1)].join('\t'));
+          percentile(sorted, 0.5).toFixed(1), percentile(sorted, 0.99).toFixed(1), r.errors, (after.maxRssKb / 1024).toFixed(0),
+          groups.toFixed(1), ((after.cpuMs - before.cpuMs) / r.requests).toFixed(2)].join('\t'));
       }
     }
+    await server.stop();
   }
 }

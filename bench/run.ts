@@ -3,7 +3,9 @@
  * lives in its own file and registers here with one line, so engineers can
  * add theirs without touching each other's code.
  *
- *   node dist/bench/run.js accept [--seconds=2.5] [--group-commit=both|on|off]
+ *   node dist/bench/run.js accept [--seconds=2] [--group-commit=both|on|off] [--window-ms=0]
+ *                                 [--recipients=1,10] [--concurrency=1,10,50]
+ *   node dist/bench/run.js accept-store [--messages=2000] [--concurrency=1,10,50]
  *   node dist/bench/run.js smtp [--seconds=2.5] [--concurrency=1,10,50] [--tls=off|on]
  */
 type Mode = (args: string[]) => Promise<void>;
@@ -11,6 +13,7 @@ type Mode = (args: string[]) => Promise<void>;
 // One line per mode; require keeps each mode's code unloaded until chosen.
 const MODES: Record<string, () => Mode> = {
   accept: () => (require('./accept') as typeof import('./accept')).run,
+  'accept-store': () => (require('./accept-store') as typeof import('./accept-store')).run,
   smtp: () => (require('./smtp') as typeof import('./smtp')).run,
 };
 

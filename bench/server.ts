@@ -3,7 +3,7 @@
  * not share its event loop. Starts Pigeon on a temporary database with the
  * config given as JSON in argv[2], stops the background workers (only the
  * accept path is measured), creates a live key and a verified domain, and
- * tells the parent over IPC. Answers `{type:'rss'}` with its peak RSS.
+ * tells the parent over IPC. Answers `{type:'stats'}` with its peak RSS and CPU time.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -35,7 +35,10 @@ async function main(): Promise<void> {
   await app.db('domains').insert({ id: newId('dom'), account_id: account.id, name: 'example.com', status: 'verified', created_at: now, verified_at: now });
   const { secret } = await createKey(app.db, { accountId: account.id, name: 'bench', mode: 'live', scopes: [...SCOPES] }, now);
   process.on('message', async (msg: { type: string }) => {
-    if (msg.type === 'rss') process.send?.({ type: 'rss', maxRssKb: process.resourceUsage().maxRSS });
+    if (msg.type === 'stats') {
+      const cpu = process.cpuUsage();
+      process.send?.({ type: 'stats', maxRssKb: process.resourceUsage().maxRSS, cpuMs: (cpu.user + cpu.system) / 1000 });
+    }
     if (msg.type === 'stop') {
       await app.close();
       fs.rmSync(dataDir, { recursive: true, force: true });

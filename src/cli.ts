@@ -27,7 +27,7 @@ const COMMANDS: Record<string, { run: (ctx: CliContext) => Promise<void>; help: 
     help: 'domains add NAME [--account NAME] [--algorithm rsa|ed25519]\n  domains list|show|verify|rotate|delete NAME [--account NAME] [--json]',
   },
   doctor: { run: doctorCommand, help: 'doctor                        check DNS, PTR, ports and TLS, and say what to fix' },
-  config: { run: configCommand, help: 'config defaults|docs|check    print default config, the settings table, or validate' },
+  config: { run: configCommand, help: 'config defaults|docs|check|write-docs  print defaults, the settings table, validate, or regenerate the docs' },
 };
 
 const USAGE = `usage: pigeon <command> [--config FILE]\n\n${Object.values(COMMANDS).map((c) => '  ' + c.help).join('\n')}\n`;

@@ -119,6 +119,12 @@ export const configSchema = z.strictObject({
     allowHttp: z.boolean().default(false).describe('Allow plain http:// webhook URLs.'),
     timeoutMs: z.number().int().positive().default(10_000).describe('A webhook POST not answered 2xx in this time fails.'),
     concurrency: z.number().int().positive().default(10).describe('Webhook requests in flight at once.'),
+    perWebhookConcurrency: z.number().int().positive().default(2)
+      .describe('Requests in flight at once to one webhook, so a slow endpoint cannot take every slot.'),
+    pollIntervalMs: z.number().int().positive().default(30_000)
+      .describe('Longest the dispatcher sleeps between looks for due deliveries (rows written by another process).'),
+    tlsCaFile: z.string().default('')
+      .describe('PEM file of extra certificate authorities trusted for HTTPS webhook receivers (private CA).'),
   }).prefault({}).describe('Webhook dispatcher.'),
   limits: z.strictObject({
     maxRecipients: z.number().int().min(1).max(1000).default(50).describe('Recipients (to+cc+bcc) per send.'),

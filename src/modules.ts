@@ -12,6 +12,7 @@ import { registerDomainRoutes } from './domains/routes';
 import { createRecheckWorker } from './domains/worker';
 import { Mta } from './delivery/mta';
 import { smtpListeners } from './smtp';
+import { webhooksModule } from './webhooks';
 
 /** A background loop (MTA, webhook dispatcher, re-checks…). */
 export interface Worker {
@@ -45,4 +46,5 @@ export const MODULES: Module[] = [
   { name: 'domains', routes: registerDomainRoutes, workers: (deps) => [createRecheckWorker(deps)] },
   { name: 'delivery', workers: (deps) => [new Mta(deps)] },
   { name: 'smtp', listeners: smtpListeners },
+  webhooksModule,
 ];

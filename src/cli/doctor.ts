@@ -9,6 +9,7 @@ import { openDatabase, migrateLatest } from '../db';
 import type { CliContext } from './common';
 import { checkPtr } from './doctor-ptr';
 import { checkSmtpTls } from '../smtp/doctor';
+import { checkWebhooks } from '../webhooks/doctor';
 
 export interface CheckResult {
   name: string;
@@ -56,7 +57,7 @@ async function checkPorts(config: Config): Promise<CheckResult[]> {
   return results;
 }
 
-export const CHECKS: Check[] = [checkDatabase, checkPorts, checkPtr, (config) => checkSmtpTls(config)];
+export const CHECKS: Check[] = [checkDatabase, checkPorts, checkPtr, checkWebhooks, (config) => checkSmtpTls(config)];
 
 export async function doctorCommand(ctx: CliContext): Promise<void> {
   let failed = false;

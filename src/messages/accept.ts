@@ -13,7 +13,7 @@ import type { Tx } from '../db';
 import { toJson } from '../db';
 import { iso } from '../clock';
 import type { Mode } from '../auth/scopes';
-import { addUsage } from '../auth/usage';
+import { addUsage, monthOf } from '../auth/usage';
 import { messageEventData, recordEvent } from '../events/record';
 import { GroupCommitter } from './group-commit';
 
@@ -67,8 +67,14 @@ export interface AcceptedMessage {
 // SQLite binds at most 999 variables per statement in older builds; a message row has ~35.
 const ROWS_PER_INSERT = 25;
 
+/** One submission to the group committer: a batch and what else its transaction must hold. */
+interface Entry {
+  batch: AcceptBatch;
+  alsoInTx?: (trx: Tx) => Promise<void>;
+}
+
 interface AcceptParts {
-  committer: GroupCommitter;
+  committer: GroupCommitter<Entry>;
   accepted: Counter<'mode' | 'source'>;
 }
 const parts = new WeakMap<AppDeps, AcceptParts>();
@@ -83,12 +89,11 @@ function partsFor(deps: AppDeps): AcceptParts {
     });
     const accepted = new Counter({ name: 'pigeon_messages_accepted_total', help: 'Messages accepted into the queue', labelNames: ['mode', 'source'], registers });
     const { groupCommit, groupCommitWindowMs, groupCommitMaxMessages } = deps.config.messages;
-    const committer = new GroupCommitter(deps.db, {
-      enabled: groupCommit,
-      windowMs: groupCommitWindowMs,
-      maxWeight: groupCommitMaxMessages,
-      onCommit: (_items, weight) => groupSize.observe(weight),
-    });
+    const committer = new GroupCommitter<Entry>(
+      deps.db,
+      { enabled: groupCommit, windowMs: groupCommitWindowMs, maxWeight: groupCommitMaxMessages, onCommit: (_items, weight) => groupSize.observe(weight) },
+      writeEntries,
+    );
     p = { committer, accepted };
     parts.set(deps, p);
   }
@@ -112,12 +117,34 @@ function messageRow(batch: AcceptBatch, m: NewMessage) {
   };
 }
 
-/** Writes the batch inside `trx`: contents, messages, one queued event each, usage. */
-export async function writeBatch(trx: Tx, batch: AcceptBatch): Promise<void> {
-  const contents = batch.contents.map((c) => ({ id: c.id, raw: c.raw, size: c.raw.length, signed: false, created_at: batch.now }));
-  for (let i = 0; i < contents.length; i += ROWS_PER_INSERT) await trx('message_contents').insert(contents.slice(i, i + ROWS_PER_INSERT));
-  const rows = batch.messages.map((m) => messageRow(batch, m));
-  for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) await trx('messages').insert(rows.slice(i, i + ROWS_PER_INSERT));
+async function insertChunked(trx: Tx, table: string, rows: object[], perInsert: number): Promise<void> {
+  for (let i = 0; i < rows.length; i += perInsert) await trx(table).insert(rows.slice(i, i + perInsert));
+}
+
+/**
+ * Writes several batches inside `trx`: their contents and messages with one
+ * insert per table (chunked), one queued event per message, usage summed per
+ * account and month, then each entry's extra writes.
+ */
+async function writeEntries(trx: Tx, entries: Entry[]): Promise<void> {
+  const batches = entries.map((e) => e.batch);
+  const contents = batches.flatMap((b) => b.contents.map((c) => ({ id: c.id, raw: c.raw, size: c.raw.length, signed: false, created_at: b.now })));
+  await insertChunked(trx, 'message_contents', contents, 100);
+  await insertChunked(trx, 'messages', batches.flatMap((b) => b.messages.map((m) => messageRow(b, m))), ROWS_PER_INSERT);
+  const usage = new Map<string, { accountId: string; now: number; count: number }>();
+  for (const batch of batches) {
+    await recordQueuedEvents(trx, batch);
+    if (batch.mode !== 'live') continue;
+    const key = `${batch.accountId} ${monthOf(batch.now)}`;
+    const u = usage.get(key) ?? { accountId: batch.accountId, now: batch.now, count: 0 };
+    u.count += batch.messages.length;
+    usage.set(key, u);
+  }
+  for (const u of usage.values()) await addUsage(trx, u.accountId, u.now, u.count);
+  for (const e of entries) if (e.alsoInTx) await e.alsoInTx(trx);
+}
+
+async function recordQueuedEvents(trx: Tx, batch: AcceptBatch): Promise<void> {
   const fields = { queued_at: iso(batch.now), send_at: iso(batch.sendAt) };
   for (const m of batch.messages) {
     const facts = { id: m.id, mode: batch.mode, toEmail: m.toEmail, fromEmail: m.fromEmail, tags: batch.tags, metadata: batch.metadata };
@@ -126,8 +153,10 @@ export async function writeBatch(trx: Tx, batch: AcceptBatch): Promise<void> {
       data: messageEventData(facts, fields), at: batch.now,
     });
   }
-  if (batch.mode === 'live') await addUsage(trx, batch.accountId, batch.now, batch.messages.length);
 }
+
+/** Writes one batch inside `trx` (contents, messages, events, usage). */
+export const writeBatch = (trx: Tx, batch: AcceptBatch): Promise<void> => writeEntries(trx, [{ batch }]);
 
 /**
  * Makes the batch durable (plus `alsoInTx`, e.g. the idempotency record) and
@@ -135,10 +164,7 @@ export async function writeBatch(trx: Tx, batch: AcceptBatch): Promise<void> {
  */
 export async function acceptBatch(deps: AppDeps, batch: AcceptBatch, alsoInTx?: (trx: Tx) => Promise<void>): Promise<AcceptedMessage[]> {
   const { committer, accepted } = partsFor(deps);
-  await committer.submit(batch.messages.length, async (trx) => {
-    await writeBatch(trx, batch);
-    if (alsoInTx) await alsoInTx(trx);
-  });
+  await committer.submit(batch.messages.length, { batch, alsoInTx });
   accepted.inc({ mode: batch.mode, source: batch.source }, batch.messages.length);
   deps.signals.emit('queueChanged');
   const status = statusOf(batch);

@@ -14,6 +14,7 @@ import { poolExists } from '../pools/lookup';
 import { acceptBatch, AcceptedMessage, NewMessage } from './accept';
 import { parseEmail } from './addresses';
 import { resolveSendAt } from './prepare';
+import { TAG } from './schemas';
 import { fixSubmittedMessage } from './raw-headers';
 
 export interface RawSubmission {
@@ -50,8 +51,16 @@ function checkLimits(deps: AppDeps, input: RawSubmission): void {
   if (input.raw.length > maxMessageBytes) {
     throw new ApiError(413, 'invalid_request_error', 'message_too_large', `the message is ${input.raw.length} bytes; the limit is ${maxMessageBytes}`);
   }
-  if ((input.tags?.length ?? 0) > 10) throw unprocessable('too_many_tags', 'at most 10 tags', 'tags');
-  if (Object.keys(input.metadata ?? {}).length > 20) throw unprocessable('too_many_metadata_keys', 'at most 20 metadata keys', 'metadata');
+  const tags = input.tags ?? [];
+  if (tags.length > 10) throw unprocessable('too_many_tags', 'at most 10 tags', 'tags');
+  tags.forEach((t, i) => {
+    if (t.length < 1 || t.length > 64 || !TAG.test(t)) throw unprocessable('invalid_tag', 'a tag is 1 to 64 characters without control characters, " or \\', `tags[${i}]`);
+  });
+  const metadata = Object.entries(input.metadata ?? {});
+  if (metadata.length > 20) throw unprocessable('too_many_metadata_keys', 'at most 20 metadata keys', 'metadata');
+  for (const [k, v] of metadata) {
+    if (k.length < 1 || k.length > 64 || typeof v !== 'string' || v.length > 1000) throw unprocessable('invalid_metadata', 'metadata keys are 1 to 64 characters, values strings up to 1,000', `metadata.${k}`);
+  }
 }
 
 /**

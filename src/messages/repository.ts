@@ -112,9 +112,9 @@ export interface ListFilters {
   createdBefore?: number;
 }
 
-/** Newest first; `limit` rows after `cursor` (an id); total counts every match. */
-export async function listMessages(db: Queryable, scope: Scope, filters: ListFilters, limit: number, cursor?: string) {
-  const base = scoped(db, scope).modify((q) => {
+/** The filtered rows of one account and mode (exported so a test can check its query plan). */
+export function filteredMessages(db: Queryable, scope: Scope, filters: ListFilters) {
+  return scoped(db, scope).modify((q) => {
     if (filters.status) q.where('status', filters.status);
     if (filters.to) q.where('to_email', filters.to);
     if (filters.from) q.where('from_email', filters.from);
@@ -123,6 +123,11 @@ export async function listMessages(db: Queryable, scope: Scope, filters: ListFil
     if (filters.createdAfter !== undefined) q.where('created_at', '>=', filters.createdAfter);
     if (filters.createdBefore !== undefined) q.where('created_at', '<', filters.createdBefore);
   });
+}
+
+/** Newest first; `limit` rows after `cursor` (an id); total counts every match. */
+export async function listMessages(db: Queryable, scope: Scope, filters: ListFilters, limit: number, cursor?: string) {
+  const base = filteredMessages(db, scope, filters);
   const rows: Row[] = await base.clone().modify((q) => {
     if (cursor) q.where('id', '<', cursor);
   }).orderBy('id', 'desc').limit(limit);

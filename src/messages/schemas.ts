@@ -31,7 +31,7 @@ const toInput = z.union(
   { error: ADDRESS_ERROR },
 );
 
-const TAG = /^[^\u0000-\u001f\u007f"\\]+$/;
+export const TAG = /^[^\u0000-\u001f\u007f"\\]+$/;
 
 export function sendBodySchema(config: Config) {
   const max = config.limits.maxRecipients;

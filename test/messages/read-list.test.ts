@@ -1,7 +1,9 @@
+import type { Knex } from 'knex';
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { FakeClock } from '../../src/clock';
 import { createKey, startTestApp, TestApp } from '../support/app';
+import { filteredMessages } from '../../src/messages/repository';
 import { otherAccount, simpleSend } from './helpers';
 
 const clock = new FakeClock(Date.UTC(2026, 0, 5, 9, 0, 0));
@@ -138,4 +140,20 @@ test('each route demands its scope', async () => {
   assert.equal((await readOnly.get(`/v1/messages/${id}`)).status, 200);
   assert.equal((await sendOnly.post('/v1/messages/send', simpleSend())).status, 202);
   assert.equal((await app.api.withKey('').get('/v1/messages')).status, 401);
+});
+
+test('get, list, filters and the queue\'s due query read through indexes, not table scans', async () => {
+  const scope = { accountId: 'acc_x', mode: 'test' as const };
+  const plan = async (sql: { sql: string; bindings: readonly Knex.Value[] }) =>
+    (await app.db.raw(`EXPLAIN QUERY PLAN ${sql.sql}`, sql.bindings)).map((r: { detail: string }) => r.detail).join(' | ');
+  const page = filteredMessages(app.db, scope, {}).where('id', '<', 'msg_z').orderBy('id', 'desc').limit(21).toSQL();
+  assert.match(await plan(page), /USING (COVERING )?INDEX messages_list_idx/);
+  assert.doesNotMatch(await plan(page), /TEMP B-TREE/, 'no sort: the index gives newest first');
+  assert.match(await plan(filteredMessages(app.db, scope, {}).count({ n: '*' }).toSQL()), /USING (COVERING )?INDEX/);
+  assert.match(await plan(filteredMessages(app.db, scope, { status: 'queued' }).orderBy('id', 'desc').limit(21).toSQL()), /INDEX messages_status_idx/);
+  assert.match(await plan(filteredMessages(app.db, scope, { to: 'a@example.org' }).orderBy('id', 'desc').limit(21).toSQL()), /INDEX messages_(to|list)_idx/);
+  assert.match(await plan(app.db('messages').where({ id: 'msg_x', account_id: 'acc_x', mode: 'test' }).toSQL()), /USING INDEX sqlite_autoindex_messages_1|PRIMARY KEY/);
+  const due = app.db('messages').whereNotNull('next_attempt_at').where('next_attempt_at', '<=', 1).orderBy('next_attempt_at').limit(100).toSQL();
+  assert.match(await plan(due), /INDEX messages_due_idx/);
+  assert.match(await plan(app.db('events').where({ message_id: 'msg_x' }).toSQL()), /INDEX events_message_idx/);
 });

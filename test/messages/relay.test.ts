@@ -74,6 +74,7 @@ test('relayed mail meets the same limits and rules as the API, storing nothing w
     ['too large', () => enqueueRaw(app.deps, { accountId, mode: 'test' }, { raw: Buffer.alloc(20_001, 65), from: 'app@example.com', recipients: ['a@example.org'] }), 413, 'message_too_large'],
     ['bad recipient', () => enqueueRaw(app.deps, { accountId, mode: 'test' }, { raw: Buffer.from(RAW), from: 'app@example.com', recipients: ['not an address'] }), 422, 'invalid_address'],
     ['unknown pool', () => enqueueRaw(app.deps, { accountId, mode: 'test' }, { raw: Buffer.from(RAW), from: 'app@example.com', recipients: ['a@example.org'], ipPool: 'nope' }), 422, 'unknown_ip_pool'],
+    ['tag with a quote', () => enqueueRaw(app.deps, { accountId, mode: 'test' }, { raw: Buffer.from(RAW), from: 'app@example.com', recipients: ['a@example.org'], tags: ['a"b'] }), 422, 'invalid_tag'],
     ['send_at too far', () => enqueueRaw(app.deps, { accountId, mode: 'test' }, { raw: Buffer.from(RAW), from: 'app@example.com', recipients: ['a@example.org'], sendAt: clock.now() + 73 * 3600_000 }), 422, 'send_at_too_far'],
   ];
   for (const [name, run, status, code] of cases) {

@@ -1,0 +1,36 @@
+# Pigeon: multi-stage build. The build stage compiles TypeScript and the
+# sqlite3 native module; the runtime stage carries only production files and
+# runs as an unprivileged user with its data on a volume.
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
+COPY package.json package-lock.json tsconfig.json ./
+COPY src ./src
+COPY test ./test
+COPY bench ./bench
+COPY migrations ./migrations
+COPY config ./config
+COPY bin ./bin
+# npm ci runs `prepare`, which compiles to dist/; sqlite3 is built from source (allowScripts).
+RUN npm ci && npm prune --omit=dev
+
+FROM node:20-bookworm-slim
+ENV NODE_ENV=production
+RUN apt-get update && apt-get install -y --no-install-recommends openssl tini && rm -rf /var/lib/apt/lists/* \
+    && groupadd --system pigeon && useradd --system --gid pigeon --home-dir /var/lib/pigeon pigeon \
+    && mkdir -p /var/lib/pigeon && chown pigeon:pigeon /var/lib/pigeon
+WORKDIR /app
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+COPY --from=build /app/package.json ./
+COPY migrations ./migrations
+COPY config ./config
+COPY bin ./bin
+USER pigeon
+VOLUME ["/var/lib/pigeon"]
+# HTTP API, SMTP submission (STARTTLS and implicit TLS), inbound bounces.
+EXPOSE 8080 587 465 25
+ENV PIGEON_CONFIG=/etc/pigeon/pigeon.json
+HEALTHCHECK --interval=30s --timeout=5s CMD node -e "fetch('http://127.0.0.1:8080/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
+ENTRYPOINT ["/usr/bin/tini", "--", "node", "dist/src/cli.js"]
+CMD ["serve"]
