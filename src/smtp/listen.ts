@@ -1,9 +1,9 @@
 /**
  * Starting and stopping an smtp-server instance as a `Listener`. On close the
- * listener stops accepting, says 421 to idle sessions at once, and gives
- * sessions in the middle of a transaction the shutdown grace period to finish
- * (their message is answered only after it is durable, so a cut-off client
- * retries; nothing is lost either way).
+ * listener stops accepting, says 421 at once to every session that is not
+ * sending its message data, and gives those that are the shutdown grace
+ * period to finish (a message is answered only after it is durable, so a
+ * client cut off before its 250 retries; nothing is lost either way).
  */
 import type { AddressInfo } from 'node:net';
 import type { SMTPServer } from 'smtp-server';
@@ -11,7 +11,7 @@ import type { Logger } from '../logger';
 import type { Listener } from '../modules';
 
 export interface Busy {
-  /** session ids whose message is being stored right now */
+  /** session ids whose message data is being received or stored right now */
   has(sessionId: string): boolean;
 }
 
@@ -39,8 +39,8 @@ function closeServer(server: SMTPServer, busy: Busy): Promise<void> {
   return new Promise((resolve) => {
     server.close(() => resolve());
     for (const connection of server.connections) {
-      const idle = !connection.session?.envelope?.mailFrom && !busy.has(connection.id);
-      if (idle) {
+      // smtp-server answers every further command 421 once closing; only DATA in progress can still finish
+      if (!busy.has(connection.id)) {
         connection.send(421, '4.3.2 Service shutting down');
         connection.close();
       }

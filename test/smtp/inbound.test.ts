@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import nodemailer from 'nodemailer';
 import { parseVerp } from '../../src/delivery';
 import { getSuppression } from '../../src/suppressions/store';
+import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver';
 import { ids, RawSmtp, refusal, submissionClient } from './helpers';
 import { arfReport, gmailDsn, postfixDsn } from './reports';
 import { eventsOf, SENDER_DOMAIN, startRelayWorld, type RelayWorld } from './world';
@@ -19,6 +20,7 @@ interface Delivered {
 describe('inbound bounces and complaints', () => {
   let world: RelayWorld;
   let inbound: nodemailer.Transporter;
+  let receiver: WebhookReceiver;
   const delivered = new Map<string, Delivered>();
   const report = (to: string, raw: string) => inbound.sendMail({ envelope: { from: '', to }, raw });
   const status = async (id: string) => (await world.app.db('messages').where({ id }).first()).status;
@@ -26,6 +28,9 @@ describe('inbound bounces and complaints', () => {
 
   before(async () => {
     world = await startRelayWorld({ feedbackAddress: FBL });
+    receiver = await startWebhookReceiver();
+    const hook = await world.app.api.post('/v1/webhooks', { url: receiver.url, events: ['message.bounced', 'message.complained'] });
+    assert.equal(hook.status, 201, hook.text);
     inbound = nodemailer.createTransport({ host: '127.0.0.1', port: world.app.inboundPort, secure: false, tls: { rejectUnauthorized: false }, pool: true, maxConnections: 1 });
     const client = submissionClient(world.app.submissionPort, world.liveKey);
     const info = await client.sendMail({
@@ -43,6 +48,7 @@ describe('inbound bounces and complaints', () => {
   });
   after(async () => {
     inbound.close();
+    await receiver.close();
     await world.stop();
   });
 
@@ -63,6 +69,9 @@ describe('inbound bounces and complaints', () => {
     const suppression = await getSuppression(world.app.db, world.app.accountId, 'alice@dest.test');
     assert.equal(suppression?.reason, 'hard_bounce');
     assert.equal(suppression?.sourceMessageId, alice.id);
+    const [hook] = await receiver.waitFor(1);
+    const envelope = hook.json() as { event: string; data: Record<string, unknown> };
+    assert.deepEqual([envelope.event, envelope.data.message_id, envelope.data.type], ['message.bounced', alice.id, 'hard'], 'the webhook hears of it');
 
     await report(alice.verp, dsn);
     assert.equal((await eventsOf(world.app, alice.id)).filter((e) => e.type === 'message.bounced').length, 1);

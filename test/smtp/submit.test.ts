@@ -200,3 +200,31 @@ describe('relaying through the submission port', () => {
     fourth.close();
   });
 });
+
+describe('stopping the submission listener', () => {
+  test('says 421 at once to sessions between messages and lets a message whose data is arriving finish', async () => {
+    const app = await startSmtpApp({}, undefined, { holdQueue: true });
+    try {
+      const key = await createKey(app, 'test', ['messages:send']);
+      const idle = await RawSmtp.connect(app.submissionPort);
+      await idle.login(key);
+      const busy = await RawSmtp.connect(app.submissionPort);
+      await busy.login(key);
+      assert.match(await busy.command('MAIL FROM:<app@example.com>'), /^250/);
+      assert.match(await busy.command('RCPT TO:<ann@example.org>'), /^250/);
+      assert.match(await busy.command('DATA'), /^354/);
+      const [head, rest] = [message({}).slice(0, 40), message({}).slice(40)];
+      busy.write(head);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const closed = app.listeners['smtp-submission'].close();
+      assert.equal(await idle.reply(), '421 4.3.2 Service shutting down');
+      assert.equal(await idle.reply(), 'closed');
+      busy.write(`${rest}.\r\n`);
+      assert.match(await busy.reply(), /^250 2\.0\.0 Ok: queued as msg_/);
+      assert.match(await busy.command('MAIL FROM:<app@example.com>'), /^421 /);
+      await closed;
+    } finally {
+      await app.stop();
+    }
+  });
+});
