@@ -52,12 +52,21 @@ export const configSchema = z.strictObject({
       tlsKey: z.string().default('').describe('PEM private key file matching tlsCert.'),
       maxConnectionsPerClient: z.number().int().positive().default(20)
         .describe('Concurrent connections allowed from one client address.'),
+      maxClients: z.number().int().positive().default(500)
+        .describe('Concurrent connections allowed in total; more get 421 and are closed.'),
       socketTimeoutMs: z.number().int().positive().default(60_000).describe('Idle time before a session is closed.'),
     }).prefault({}).describe('Submission port for applications relaying with an API key.'),
     inbound: z.strictObject({
       ...hostPort('127.0.0.1', 2525, 'inbound bounce/complaint listener'),
       feedbackAddress: z.string().default('')
         .describe('Extra address accepted for feedback-loop (ARF) reports, e.g. fbl@mail.example.com.'),
+      maxMessageBytes: z.number().int().positive().default(12 * 1024 * 1024)
+        .describe('Largest report accepted (a DSN may carry the whole original message); larger gets 552.'),
+      maxConnectionsPerClient: z.number().int().positive().default(10)
+        .describe('Concurrent connections allowed from one remote address.'),
+      maxClients: z.number().int().positive().default(200)
+        .describe('Concurrent connections allowed in total; more get 421 and are closed.'),
+      socketTimeoutMs: z.number().int().positive().default(60_000).describe('Idle time before a session is closed.'),
     }).prefault({}).describe('Inbound listener for DSN bounces and ARF complaints.'),
   }).prefault({}).describe('SMTP listeners.'),
   dns: z.strictObject({

@@ -15,6 +15,7 @@ import { createRecheckWorker } from './domains/worker';
 import { registerPoolRoutes } from './pools/routes';
 import { poolDeliveryHooks } from './pools/selector';
 import { createPoolsWorker } from './pools/worker';
+import { smtpListeners } from './smtp';
 import { webhooksModule } from './webhooks';
 
 /** A background loop (MTA, webhook dispatcher, re-checks…). */
@@ -57,5 +58,6 @@ export const MODULES: Module[] = [
       }),
     ],
   },
+  { name: 'smtp', listeners: smtpListeners },
   webhooksModule,
 ];

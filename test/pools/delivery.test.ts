@@ -9,7 +9,7 @@ import type { Mta } from '../../src/delivery/mta';
 import { startSmtpSink, type SinkContext, type SinkReply, type SmtpSink } from '../support/smtp-sink';
 import { startDnsServer, type TestDnsServer } from '../support/dns-server';
 import { createKey, testConfig, type TestApp } from '../support/app';
-import { deliveryConfig, insertMessage, pointMx, startWorld, type World } from '../delivery/world';
+import { deliveryConfig, sendMessage, pointMx, startWorld, type World } from '../delivery/world';
 import { ipOf } from './helpers';
 
 const WARMING = { address: '127.0.0.10', hostname: 'out10.pigeon.test' };
@@ -54,7 +54,7 @@ describe('warm-up and throttling through the MTA', () => {
 
   async function queue(w: World, n: number, domain: string, ipPool?: string): Promise<string[]> {
     const ids: string[] = [];
-    for (let i = 0; i < n; i++) ids.push(await insertMessage(w, { to: `r${i}@${domain}`, ipPool }));
+    for (let i = 0; i < n; i++) ids.push(await sendMessage(w, { to: `r${i}@${domain}`, ipPool }));
     return ids;
   }
 
@@ -138,7 +138,7 @@ describe('warm-up and throttling through the MTA', () => {
     const w = await begin(at(2, 12, 0), { solo: [WARMING.address], other: [SEASONED.address] });
     gmailReply = (ctx) => (ctx.stage === 'rcpt' && ctx.rcpt === 'first@gmail.test' && ctx.attempt === 1
       ? { code: 421, message: '4.7.28 Our system has detected an unusual rate of unsolicited mail originating from your IP address' } : undefined);
-    const first = await insertMessage(w, { to: 'first@gmail.test', ipPool: 'solo' });
+    const first = await sendMessage(w, { to: 'first@gmail.test', ipPool: 'solo' });
     await w.mta.runOnce();
     assert.equal((await w.app.db('messages').where({ id: first }).first()).status, 'deferred');
     const ip = ipOf((await w.app.api.get('/v1/ip-pools/solo')).body, WARMING.address);
