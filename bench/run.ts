@@ -6,6 +6,8 @@
  *   node dist/bench/run.js accept [--seconds=2] [--group-commit=both|on|off] [--window-ms=0]
  *                                 [--recipients=1,10] [--concurrency=1,10,50]
  *   node dist/bench/run.js accept-store [--messages=2000] [--concurrency=1,10,50]
+ *   node dist/bench/run.js delivery [--messages=2000] [--size=5000] [--concurrency=20] [--reuse=both|on|off]
+ *   node dist/bench/run.js smtp [--seconds=2.5] [--concurrency=1,10,50] [--tls=off|on]
  *   node dist/bench/run.js analytics [--messages=1000000] [--days=365] [--suppressions=1000000] [--runs=15] [--rebuild] [--data=DIR]
  *   node --expose-gc dist/bench/run.js suppression-upload [--rows=1000000]
  */
@@ -15,6 +17,8 @@ type Mode = (args: string[]) => Promise<void>;
 const MODES: Record<string, () => Mode> = {
   accept: () => (require('./accept') as typeof import('./accept')).run,
   'accept-store': () => (require('./accept-store') as typeof import('./accept-store')).run,
+  delivery: () => (require('./delivery') as typeof import('./delivery')).run,
+  smtp: () => (require('./smtp') as typeof import('./smtp')).run,
   analytics: () => (require('./analytics') as typeof import('./analytics')).run,
   'suppression-upload': () => (require('./suppressions') as typeof import('./suppressions')).run,
 };

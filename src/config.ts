@@ -52,12 +52,21 @@ export const configSchema = z.strictObject({
       tlsKey: z.string().default('').describe('PEM private key file matching tlsCert.'),
       maxConnectionsPerClient: z.number().int().positive().default(20)
         .describe('Concurrent connections allowed from one client address.'),
+      maxClients: z.number().int().positive().default(500)
+        .describe('Concurrent connections allowed in total; more get 421 and are closed.'),
       socketTimeoutMs: z.number().int().positive().default(60_000).describe('Idle time before a session is closed.'),
     }).prefault({}).describe('Submission port for applications relaying with an API key.'),
     inbound: z.strictObject({
       ...hostPort('127.0.0.1', 2525, 'inbound bounce/complaint listener'),
       feedbackAddress: z.string().default('')
         .describe('Extra address accepted for feedback-loop (ARF) reports, e.g. fbl@mail.example.com.'),
+      maxMessageBytes: z.number().int().positive().default(12 * 1024 * 1024)
+        .describe('Largest report accepted (a DSN may carry the whole original message); larger gets 552.'),
+      maxConnectionsPerClient: z.number().int().positive().default(10)
+        .describe('Concurrent connections allowed from one remote address.'),
+      maxClients: z.number().int().positive().default(200)
+        .describe('Concurrent connections allowed in total; more get 421 and are closed.'),
+      socketTimeoutMs: z.number().int().positive().default(60_000).describe('Idle time before a session is closed.'),
     }).prefault({}).describe('Inbound listener for DSN bounces and ARF complaints.'),
   }).prefault({}).describe('SMTP listeners.'),
   dns: z.strictObject({
@@ -83,9 +92,35 @@ export const configSchema = z.strictObject({
     dataTimeoutMs: z.number().int().positive().default(300_000).describe('Wait for the reply to the end of data.'),
     leaseSeconds: z.number().int().positive().default(600)
       .describe('A claimed queue row returns to the queue if its worker has not finished within this time.'),
+    idleConnectionMs: z.number().int().min(0).default(5000)
+      .describe('How long an idle outbound SMTP connection is kept open for the next message to the same MX host.'),
+    mxCacheSeconds: z.number().int().min(0).default(60)
+      .describe('How long MX and address answers are reused (Node does not expose MX TTLs); 0 disables the cache.'),
+    signingThreads: z.number().int().min(0).max(16).default(1)
+      .describe('Worker threads that make DKIM signatures (0 signs on the main thread).'),
+    bounceRulesFile: z.string().default('')
+      .describe('Optional JSON file of extra bounce rules, tried before the built-in ones (see docs/delivery.md).'),
   }).prefault({}).describe('Outbound MTA.'),
   ips: z.array(sourceIp).default([{ address: '127.0.0.1', hostname: 'mail.example.com', weight: 1 }])
     .describe('Source addresses given to the appliance; IP pools are made from these.'),
+  pools: z.strictObject({
+    providerShare: z.record(z.string().regex(/^[a-z0-9-]+$/), z.number().min(0).max(1))
+      .default({ gmail: 0.4, microsoft: 0.3, yahoo: 0.2, apple: 0.1 })
+      .describe('Share of a warming IP\'s daily cap each mailbox provider may use (provider ids from the provider MX file); other destinations may use the whole cap.'),
+    providerMxFile: z.string().default('')
+      .describe('Optional JSON file of extra provider MX patterns, tried before the built-in config/provider-mx.json (see docs/ip-pools.md).'),
+    throttleRulesFile: z.string().default('')
+      .describe('Optional JSON file of extra throttling-reply rules, tried before the built-in ones (see docs/ip-pools.md).'),
+    throttle: z.strictObject({
+      cooldownMinutes: z.number().positive().default(30)
+        .describe('How long an IP stays slowed toward a provider after a throttling reply; each further reply in the cool-down doubles it.'),
+      maxCooldownMinutes: z.number().positive().default(240).describe('Longest cool-down, however many throttling replies arrive.'),
+      messagesPerMinute: z.number().positive().default(20)
+        .describe('Rate from one IP to one throttled provider at the first level of cool-down; each further level halves it.'),
+      connections: z.number().int().positive().default(1)
+        .describe('Messages in flight at once from one IP to one provider during a cool-down.'),
+    }).prefault({}).describe('Slowing down after "rate limited" or "reputation" replies.'),
+  }).prefault({}).describe('IP pools: warm-up budgets and throttling.'),
   domains: z.strictObject({
     recheckIntervalHours: z.number().positive().default(6)
       .describe('How often verified (and failing) sending domains have their DNS records looked up again.'),

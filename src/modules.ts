@@ -7,11 +7,18 @@ import type { AppDeps } from './deps';
 import type { ApiRouter } from './http/api';
 import type { EventSink } from './events/record';
 import { registerAuthRoutes } from './auth/routes';
+import { Mta } from './delivery/mta';
 import { registerMessageRoutes } from './messages';
 import { registerDomainRoutes } from './domains/routes';
+import { getSigningKey } from './domains/signing';
 import { createRecheckWorker } from './domains/worker';
+import { registerPoolRoutes } from './pools/routes';
+import { poolDeliveryHooks } from './pools/selector';
+import { createPoolsWorker } from './pools/worker';
+import { smtpListeners } from './smtp';
 import { webhooksModule } from './webhooks';
 import { registerTrackingRoutes } from './tracking/routes';
+import { trackingHook } from './tracking/hook';
 import { registerAnalyticsRoutes } from './analytics/routes';
 import { applyRollup } from './analytics/rollup';
 import { registerSuppressionRoutes } from './suppressions/routes';
@@ -46,6 +53,18 @@ export const MODULES: Module[] = [
   { name: 'auth', routes: registerAuthRoutes },
   { name: 'messages', routes: registerMessageRoutes },
   { name: 'domains', routes: registerDomainRoutes, workers: (deps) => [createRecheckWorker(deps)] },
+  { name: 'pools', routes: registerPoolRoutes, workers: (deps) => [createPoolsWorker(deps)] },
+  {
+    name: 'delivery',
+    workers: (deps) => [
+      new Mta(deps, {
+        signingKeys: (accountId, domain) => getSigningKey(deps.db, deps.config.dataDir, accountId, domain),
+        prepareContent: trackingHook(deps.config),
+        ...poolDeliveryHooks(deps),
+      }),
+    ],
+  },
+  { name: 'smtp', listeners: smtpListeners },
   webhooksModule,
   { name: 'tracking', routes: registerTrackingRoutes },
   { name: 'analytics', routes: registerAnalyticsRoutes, eventSinks: [applyRollup] },

@@ -1,0 +1,51 @@
+/**
+ * The appliance under the delivery benchmark, in a child process of its own
+ * so the load generator and the sink do not share its event loop or its RSS.
+ * Everything runs, MTA included, unless argv[3] is 'accept-only' (then the
+ * workers are stopped and accepted mail stays queued). Config overrides come
+ * as JSON in argv[2] (a `dataDir` there is kept; otherwise a temporary one is
+ * made and removed); it reports `ready` (URL and the first-start key) and
+ * answers `stats` with its peak RSS and CPU time.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createApp } from '../src/app';
+
+export interface DeliveryServerReady {
+  type: 'ready';
+  url: string;
+  key: string;
+}
+
+async function main(): Promise<void> {
+  const overrides = JSON.parse(process.argv[2] ?? '{}') as Record<string, unknown>;
+  const ownDir = typeof overrides.dataDir !== 'string';
+  const dataDir = ownDir ? fs.mkdtempSync(path.join(os.tmpdir(), 'pigeon-bench-delivery-')) : (overrides.dataDir as string);
+  const app = await createApp({
+    ...overrides,
+    dataDir,
+    log: { level: 'warn' },
+    http: { port: 0 },
+    smtp: { submission: { port: 0 }, inbound: { port: 0 } },
+    rateLimit: { requestsPerSecond: 1e6, burst: 1e6 },
+  });
+  if (process.argv[3] === 'accept-only') await Promise.all(app.workers.map((w) => w.stop()));
+  process.on('message', async (msg: { type: string }) => {
+    if (msg.type === 'stats') {
+      const cpu = process.cpuUsage();
+      process.send?.({ type: 'stats', maxRssKb: process.resourceUsage().maxRSS, cpuMs: (cpu.user + cpu.system) / 1000 });
+    }
+    if (msg.type === 'stop') {
+      await app.close();
+      if (ownDir) fs.rmSync(dataDir, { recursive: true, force: true });
+      process.exit(0);
+    }
+  });
+  process.send?.({ type: 'ready', url: app.http.url, key: app.bootstrapKey ?? '' } satisfies DeliveryServerReady);
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

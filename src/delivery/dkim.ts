@@ -1,0 +1,72 @@
+/**
+ * DKIM signing with mailauth. The signature covers the prepared bytes (after
+ * tracking rewrote them), is made once per content before the first attempt,
+ * and the signed bytes are what is stored and retried. mailauth returns only
+ * the DKIM-Signature header lines; they are prepended to the message.
+ *
+ * Cost: about 1 ms per RSA-2048 signature (bench/delivery.ts measures it);
+ * copies of one send share one signature.
+ */
+
+/** The active key of the From domain, as the domains module hands it over. */
+export interface SigningKey {
+  domain: string;
+  selector: string;
+  algorithm: 'rsa' | 'ed25519';
+  privateKeyPem: string;
+}
+
+/** (account, From domain) → its active signing key, or null when it has none. */
+export type SigningKeyLookup = (accountId: string, fromDomain: string) => Promise<SigningKey | null>;
+
+export const noSigningKeys: SigningKeyLookup = async () => null;
+
+interface MailauthSignResult {
+  signatures: string;
+  errors: Array<{ message?: string } | Error>;
+}
+const { dkimSign } = require('mailauth/lib/dkim/sign') as {
+  dkimSign(
+    input: Buffer,
+    options: {
+      canonicalization: string;
+      signTime: Date;
+      signatureData: Array<{ signingDomain: string; selector: string; privateKey: string; algorithm: string }>;
+    },
+  ): Promise<MailauthSignResult>;
+};
+
+export type SignResult = { raw: Buffer; note: string } | { error: string };
+
+/** Signs raw with the key; relaxed/relaxed canonicalisation survives the usual relay rewrapping. */
+export async function signMessage(raw: Buffer, key: SigningKey, now: number): Promise<SignResult> {
+  const algorithm = key.algorithm === 'ed25519' ? 'ed25519-sha256' : 'rsa-sha256';
+  const result = await dkimSign(raw, {
+    canonicalization: 'relaxed/relaxed',
+    signTime: new Date(now),
+    signatureData: [{ signingDomain: key.domain, selector: key.selector, privateKey: key.privateKeyPem, algorithm }],
+  });
+  if (result.errors?.length || !result.signatures.trim()) {
+    return { error: result.errors.map((e) => e.message ?? String(e)).join('; ') || 'no signature produced' };
+  }
+  return { raw: Buffer.concat([Buffer.from(result.signatures), raw]), note: `d=${key.domain} s=${key.selector} a=${algorithm}` };
+}
+
+/**
+ * Remembers each (account, domain)'s key for `ttlMs`: the lookup opens a
+ * sealed key (a query, a key derivation and a decryption), which per message
+ * would cost more than the signature. A rotated key is picked up within ttlMs.
+ */
+export function cachedSigningKeys(lookup: () => SigningKeyLookup, now: () => number, ttlMs = 60_000): SigningKeyLookup {
+  const cache = new Map<string, { key: Promise<SigningKey | null>; expires: number }>();
+  return (accountId, domain) => {
+    const id = `${accountId} ${domain}`;
+    const hit = cache.get(id);
+    if (hit && hit.expires > now()) return hit.key;
+    const key = lookup()(accountId, domain);
+    cache.set(id, { key, expires: now() + ttlMs });
+    key.catch(() => cache.delete(id)); // a failed lookup is asked again next time
+    if (cache.size > 10_000) cache.clear();
+    return key;
+  };
+}

@@ -1,0 +1,240 @@
+/**
+ * The MTA worker: claims due messages from the queue and runs each through the
+ * pipeline, at most `delivery.concurrency` at a time. It sleeps until the
+ * earliest next_attempt_at (a timer) or a `queueChanged` signal; it never
+ * polls while idle. The hooks other modules plug in — tracking's
+ * `prepareContent`, domains' `signingKeys`, pools' `pickSource` and `sourceSettled` — are plain
+ * functions set at wiring time (modules.ts).
+ */
+import type { AppDeps } from '../deps';
+import { openDatabase, type Db } from '../db';
+import type { Worker } from '../modules';
+import { assemble, type DeliveryHooks } from './assemble';
+import { groupCommit, type Transact } from './commit';
+import { unchanged } from './content';
+import { noSigningKeys } from './dkim';
+import type { DeliveryMetrics } from './metrics';
+import { deliver, type PipelineDeps } from './pipeline';
+import { claim, newLeaseOwner, nextWakeAt, releaseStaleLeases } from './queue';
+import { recordOutcome, type Recorded } from './record';
+import type { Signer } from './signer';
+import type { SmtpPool } from './smtp-pool';
+import { createSourcePicker, nothingToSettle } from './source';
+import type { Job, Outcome } from './types';
+
+export type { DeliveryHooks };
+
+/** The longest a timer sleeps before looking again (also bounds a clock jump). */
+const MAX_SLEEP_MS = 60 * 60_000;
+/** While messages are in flight, how often the queue is looked at for retries falling due. */
+const BUSY_CHECK_MS = 1000;
+
+export class Mta implements Worker {
+  readonly name = 'delivery';
+  readonly hooks: DeliveryHooks;
+  readonly pool: SmtpPool;
+  readonly metrics: DeliveryMetrics;
+  private readonly owner = newLeaseOwner();
+  private readonly pipeline: PipelineDeps;
+  private readonly transact: Transact;
+  /** A second SQLite connection for reads: in WAL mode they need not queue behind a group commit. */
+  private readonly reader: Db;
+  private readonly signer: Signer;
+  private readonly inflight = new Set<Promise<void>>();
+  private claims = 0;
+  private running = false;
+  private stopped: Promise<void> | undefined;
+  private ready: Promise<void> = Promise.resolve();
+  private pumping: Promise<void> | null = null;
+  private again = false;
+  private pumpScheduled = false;
+  /** the last claim found fewer due rows than it asked for; only a kick (signal, timer) looks again */
+  private drained = false;
+  private timer?: NodeJS.Timeout;
+  private unsubscribe?: () => void;
+
+  constructor(
+    private readonly deps: AppDeps,
+    hooks: Partial<DeliveryHooks> = {},
+  ) {
+    this.transact = groupCommit(deps.db);
+    this.reader = openDatabase(deps.config);
+    this.hooks = {
+      prepareContent: hooks.prepareContent ?? unchanged,
+      signingKeys: hooks.signingKeys ?? noSigningKeys,
+      pickSource: hooks.pickSource ?? createSourcePicker({ db: this.reader, config: deps.config, clock: deps.clock }),
+      sourceSettled: hooks.sourceSettled ?? nothingToSettle,
+    };
+    ({ pipeline: this.pipeline, pool: this.pool, signer: this.signer, metrics: this.metrics } = assemble(deps, this.reader, this.hooks));
+  }
+
+  start(): void {
+    this.running = true;
+    this.unsubscribe = this.deps.signals.on('queueChanged', () => this.kick());
+    this.ready = releaseStaleLeases(this.deps.db, this.deps.clock.now()).then(
+      (n) => {
+        if (n) this.deps.log.info({ messages: n }, 'returned messages left in flight by the previous run to the queue');
+        this.kick();
+      },
+      (err) => this.deps.log.error({ err }, 'could not release stale queue leases'),
+    );
+  }
+
+  /** Idempotent: a second call waits for the first. */
+  stop(): Promise<void> {
+    return (this.stopped ??= this.shutdown());
+  }
+
+  private async shutdown(): Promise<void> {
+    this.running = false;
+    this.unsubscribe?.();
+    clearTimeout(this.timer);
+    await this.ready;
+    await this.pumping;
+    await Promise.allSettled([...this.inflight]);
+    this.pool.close();
+    await this.reader.destroy();
+    await this.signer.close();
+  }
+
+  /** Processes everything due now, waits for it, and returns (tests with a fake clock). */
+  async runOnce(): Promise<void> {
+    await this.ready;
+    for (;;) {
+      if (this.pumping) await this.pumping;
+      if (this.inflight.size) {
+        await Promise.allSettled([...this.inflight]);
+        continue;
+      }
+      const claimed = await this.claimAndLaunch();
+      if (claimed === 0 && !this.pumping && this.inflight.size === 0) return;
+    }
+  }
+
+  /** New work may be due (a signal, the timer, start): look at the queue now. */
+  private kick(): void {
+    this.drained = false;
+    this.schedulePump();
+  }
+
+  /**
+   * One pump at a time; a request while one runs makes it run again. Several
+   * jobs finishing in one turn of the event loop cause one pump, not several.
+   */
+  private schedulePump(): void {
+    if (!this.running) return;
+    if (this.pumping) {
+      this.again = true;
+      return;
+    }
+    if (this.pumpScheduled) return;
+    this.pumpScheduled = true;
+    setImmediate(() => {
+      this.pumpScheduled = false;
+      this.pumping = this.pump()
+        .catch((err) => this.deps.log.error({ err }, 'delivery queue scan failed'))
+        .finally(() => {
+          this.pumping = null;
+          if (this.again) {
+            this.again = false;
+            this.schedulePump();
+          }
+        });
+    });
+  }
+
+  /** Fills free slots until the queue has nothing due (drained), then arranges the next look. */
+  private async pump(): Promise<void> {
+    while (this.running && !this.drained && this.freeSlots() > 0) {
+      const asked = this.freeSlots();
+      if ((await this.claimAndLaunch()) < asked) this.drained = true;
+    }
+    if (this.running && this.drained) await this.armTimer();
+  }
+
+  private freeSlots(): number {
+    return this.deps.config.delivery.concurrency - this.inflight.size;
+  }
+
+  private async claimAndLaunch(): Promise<number> {
+    const limit = this.freeSlots();
+    if (limit <= 0) return 0;
+    const request = {
+      owner: `${this.owner}.${++this.claims}`,
+      now: this.deps.clock.now(),
+      leaseMs: this.deps.config.delivery.leaseSeconds * 1000,
+      limit,
+    };
+    const jobs = await this.transact((trx) => claim(trx, request));
+    for (const job of jobs) this.launch(job);
+    return jobs.length;
+  }
+
+  /**
+   * Idle: sleep until the earliest next_attempt_at or lease expiry (no polling).
+   * Busy: finishing jobs look at the queue anyway; one light look per second
+   * covers retries that fall due meanwhile.
+   */
+  private async armTimer(): Promise<void> {
+    if (this.inflight.size > 0) {
+      if (!this.timer) this.setTimer(BUSY_CHECK_MS);
+      return;
+    }
+    const at = await nextWakeAt(this.reader);
+    if (!this.running || this.inflight.size > 0) return;
+    if (at === null) return this.setTimer(null);
+    this.setTimer(Math.min(Math.max(0, at - this.deps.clock.now()), MAX_SLEEP_MS));
+  }
+
+  private setTimer(delayMs: number | null): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    if (delayMs === null) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.kick();
+    }, delayMs);
+    this.timer.unref();
+  }
+
+  private launch(job: Job): void {
+    const task: Promise<void> = this.process(job)
+      .catch((err) => this.deps.log.error({ err, messageId: job.id }, 'recording a delivery outcome failed; the lease will return it to the queue'))
+      .finally(() => {
+        this.inflight.delete(task);
+        this.schedulePump();
+      });
+    this.inflight.add(task);
+  }
+
+  private async process(job: Job): Promise<void> {
+    let outcome: Outcome;
+    try {
+      outcome = await deliver(job, this.pipeline);
+    } catch (err) {
+      this.deps.log.error({ err, messageId: job.id }, 'delivery failed unexpectedly; deferring');
+      outcome = { kind: 'deferred', attempt: null, diagnostic: `internal error: ${(err as Error).message}` };
+    }
+    try {
+      const recorded = await recordOutcome({ transact: this.transact, clock: this.deps.clock, config: this.deps.config }, job, outcome);
+      this.observe(job, outcome, recorded);
+    } finally {
+      job.pendingContent?.settled?.();
+    }
+  }
+
+  private observe(job: Job, outcome: Outcome, recorded: Recorded | null): void {
+    if (!recorded) {
+      this.deps.log.info({ messageId: job.id, reason: outcome.kind === 'dropped' ? outcome.reason : 'lease lost' }, 'message no longer ours; nothing recorded');
+      return;
+    }
+    this.metrics.deliveries.inc({ result: recorded.result });
+    if (recorded.result === 'delivered') this.metrics.latency.observe((this.deps.clock.now() - (job.sendAt ?? job.createdAt)) / 1000);
+    if (recorded.events) this.deps.signals.emit('webhooksChanged');
+    const attempt = 'attempt' in outcome ? outcome.attempt : null;
+    this.deps.log.info(
+      { messageId: job.id, result: recorded.result, mx: attempt?.mx, sourceIp: attempt?.sourceIp, tls: attempt?.tls, reply: attempt?.response },
+      'delivery attempt recorded',
+    );
+  }
+}

@@ -1,0 +1,116 @@
+/**
+ * The queue is the `messages` table: a row is due when next_attempt_at <= now
+ * and no live lease holds it. Claiming is one conditional UPDATE that stamps
+ * our lease on the due rows it picks, so two workers (or a worker and a
+ * restarted one) can never both own a row; every later write is conditional on
+ * still holding that lease. Nothing about the queue lives only in memory.
+ *
+ * On PostgreSQL (the scale-out path) the inner SELECT gains
+ * FOR UPDATE SKIP LOCKED; the rest is portable.
+ */
+import crypto from 'node:crypto';
+import type { Db, Queryable } from '../db';
+import { fromJson } from '../db';
+import type { Job } from './types';
+
+/** Statuses a row can be claimed from (a `sending` row only once its lease has expired). */
+const CLAIMABLE = ['queued', 'scheduled', 'deferred', 'sending'];
+const WAITING = ['queued', 'scheduled', 'deferred'];
+
+export const newLeaseOwner = (): string => `mta-${process.pid}-${crypto.randomBytes(6).toString('hex')}`;
+
+/**
+ * At start: rows left `sending` by a previous run return to the queue at once
+ * (one MTA per database; its predecessor is gone). Delivery is at-least-once,
+ * so a message that was on the wire when the process died may be sent again.
+ */
+export async function releaseStaleLeases(db: Db, now: number): Promise<number> {
+  return db('messages')
+    .where({ status: 'sending' })
+    .update({
+      status: db.raw("case when attempts > 0 then 'deferred' else 'queued' end"),
+      lease_owner: null,
+      lease_expires_at: null,
+      updated_at: now,
+    });
+}
+
+/** Claims up to `limit` due rows for `owner` and returns them as jobs. */
+export async function claim(db: Queryable, input: { owner: string; now: number; leaseMs: number; limit: number; dueBy?: number }): Promise<Job[]> {
+  const { owner, now, leaseMs, limit } = input;
+  const due = db('messages')
+    .select('id')
+    .where('next_attempt_at', '<=', input.dueBy ?? now)
+    .whereIn('status', CLAIMABLE)
+    .where((q) => q.whereNull('lease_owner').orWhere('lease_expires_at', '<', now))
+    .orderBy('next_attempt_at')
+    .limit(limit);
+  const rows = await db('messages')
+    .whereIn('id', due)
+    .update({ status: 'sending', lease_owner: owner, lease_expires_at: now + leaseMs, updated_at: now })
+    .returning('*');
+  return (rows as MessageRow[]).map(toJob);
+}
+
+/** When the worker should look again: the earliest waiting row or expiring lease; null when the queue is empty. */
+export async function nextWakeAt(db: Queryable): Promise<number | null> {
+  const waiting = await db('messages').whereNotNull('next_attempt_at').whereIn('status', WAITING).min({ at: 'next_attempt_at' }).first();
+  const leased = await db('messages').where({ status: 'sending' }).whereNotNull('next_attempt_at').min({ at: 'lease_expires_at' }).first();
+  const times = [waiting?.at, leased?.at].filter((t): t is number => t !== null && t !== undefined).map(Number);
+  return times.length ? Math.min(...times) : null;
+}
+
+/** Re-checked right before the network: a cancelled or re-claimed row is not ours to send. */
+export async function stillOurs(db: Queryable, job: Job): Promise<boolean> {
+  return Boolean(await db('messages').where({ id: job.id, lease_owner: job.leaseOwner, status: 'sending' }).first('id'));
+}
+
+/** Messages still in the queue, by status (rows that left it have next_attempt_at null). */
+export async function queueDepth(db: Queryable): Promise<Record<string, number>> {
+  const rows: Array<{ status: string; n: number }> = await db('messages').whereNotNull('next_attempt_at').groupBy('status').select('status').count({ n: '*' });
+  return Object.fromEntries(rows.map((r) => [r.status, Number(r.n)]));
+}
+
+interface MessageRow {
+  id: string;
+  account_id: string;
+  mode: 'test' | 'live';
+  lease_owner: string;
+  content_id: string;
+  from_email: string;
+  to_email: string;
+  recipient_domain: string;
+  sending_domain: string;
+  ip_pool: string | null;
+  track_opens: number | boolean;
+  track_clicks: number | boolean;
+  list_unsubscribe: number | boolean;
+  tags: string;
+  metadata: string;
+  attempts: number;
+  created_at: number;
+  send_at: number | null;
+}
+
+function toJob(r: MessageRow): Job {
+  return {
+    id: r.id,
+    accountId: r.account_id,
+    mode: r.mode,
+    leaseOwner: r.lease_owner,
+    contentId: r.content_id,
+    fromEmail: r.from_email,
+    toEmail: r.to_email,
+    recipientDomain: r.recipient_domain,
+    sendingDomain: r.sending_domain,
+    ipPool: r.ip_pool,
+    trackOpens: Boolean(r.track_opens),
+    trackClicks: Boolean(r.track_clicks),
+    listUnsubscribe: Boolean(r.list_unsubscribe),
+    tags: fromJson<string[]>(r.tags, []),
+    metadata: fromJson<Record<string, string>>(r.metadata, {}),
+    attempts: Number(r.attempts),
+    createdAt: Number(r.created_at),
+    sendAt: r.send_at === null ? null : Number(r.send_at),
+  };
+}

@@ -1,0 +1,148 @@
+/**
+ * One outbound SMTP connection, as promises that always settle. nodemailer's
+ * SMTPConnection reports socket failures as 'error'/'end' events and then
+ * drops the pending callback; this wrapper turns every way a command can end
+ * (reply, timeout, reset, close) into one resolved value, so the transport
+ * never waits forever and never throws on a remote failure.
+ */
+import net from 'node:net';
+import { PassThrough } from 'node:stream';
+import SMTPConnection from 'nodemailer/lib/smtp-connection';
+
+export type SmtpError = SMTPConnection.SMTPError;
+
+export interface ConnectOptions {
+  /** MX host name: the TLS server name (SNI) */
+  host: string;
+  /** the address dialled */
+  address: string;
+  port: number;
+  /** source address to bind */
+  localAddress: string;
+  /** EHLO name */
+  ehlo: string;
+  /** 'opportunistic' upgrades with STARTTLS when offered; 'none' stays plain (fallback after a failed handshake) */
+  tls: 'opportunistic' | 'none';
+  connectTimeoutMs: number;
+  greetingTimeoutMs: number;
+  commandTimeoutMs: number;
+  dataTimeoutMs: number;
+}
+
+export type SendResult =
+  | { ok: true; response: string }
+  /** dataSent: the message body was handed to the socket, so the server may have it */
+  | { ok: false; error: SmtpError; dataSent: boolean };
+
+export class SmtpClient {
+  /** messages sent (or tried) over this connection */
+  messages = 0;
+  closed = false;
+  private pending?: (err: SmtpError) => void;
+  private readonly closeListeners: Array<() => void> = [];
+
+  private constructor(
+    private readonly conn: SMTPConnection,
+    readonly options: ConnectOptions,
+  ) {
+    conn.on('error', (err) => {
+      // A handshake that fails after STARTTLS surfaces as a socket error; name it for the plain-text fallback.
+      if ((conn as unknown as { upgrading?: boolean }).upgrading) err.code = 'ETLS';
+      this.finish(err);
+    });
+    conn.on('end', () => this.finish(Object.assign(new Error('connection closed'), { code: 'ECONNECTION' })));
+  }
+
+  /** Connects, reads the greeting, EHLO, STARTTLS when offered. */
+  static open(options: ConnectOptions): Promise<{ client: SmtpClient } | { error: SmtpError }> {
+    const conn = new SMTPConnection({
+      host: options.address,
+      port: options.port,
+      localAddress: options.localAddress,
+      name: options.ehlo,
+      opportunisticTLS: true,
+      ignoreTLS: options.tls === 'none',
+      // Opportunistic TLS: an unverifiable certificate still beats plain text (RFC 7435).
+      tls: { rejectUnauthorized: false, ...(net.isIP(options.host) ? {} : { servername: options.host }) },
+      connectionTimeout: options.connectTimeoutMs,
+      greetingTimeout: options.greetingTimeoutMs,
+      socketTimeout: options.commandTimeoutMs,
+      logger: false,
+    });
+    const client = new SmtpClient(conn, options);
+    return new Promise((resolve) => {
+      client.pending = (error) => resolve({ error });
+      conn.connect(() => {
+        client.pending = undefined;
+        // Commands and the end of data are small writes: without this, Nagle plus the
+        // server's delayed ACK holds the final "." for ~40 ms on every message.
+        conn._socket?.setNoDelay(true);
+        resolve({ client });
+      });
+    });
+  }
+
+  get secure(): boolean {
+    return Boolean(this.conn.secure);
+  }
+
+  /** One transaction: MAIL FROM, RCPT TO (pipelined when offered), DATA. */
+  send(envelope: { from: string; to: string; size: number; use8BitMime: boolean }, raw: Buffer): Promise<SendResult> {
+    this.messages++;
+    let dataSent = false;
+    return new Promise((resolve) => {
+      this.pending = (error) => resolve({ ok: false, error, dataSent });
+      const body = new PassThrough();
+      body.on('end', () => {
+        // The body is out: the wait for the final reply may take longer than a command.
+        dataSent = true;
+        this.setTimeout(this.options.dataTimeoutMs);
+      });
+      this.conn.send(envelope, body, (err, info) => {
+        this.pending = undefined;
+        this.setTimeout(this.options.commandTimeoutMs);
+        resolve(err ? { ok: false, error: err, dataSent } : { ok: true, response: info.response });
+      });
+      body.end(raw);
+    });
+  }
+
+  /** RSET after a failed transaction; false when the connection is no longer usable. */
+  reset(): Promise<boolean> {
+    if (this.closed) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      this.pending = () => resolve(false);
+      this.conn.reset((err) => {
+        this.pending = undefined;
+        resolve(!err);
+      });
+    });
+  }
+
+  /** QUIT politely (idle connections), or drop at once. */
+  close(polite = true): void {
+    if (this.closed) return;
+    if (polite) this.conn.quit();
+    else this.conn.close();
+    this.finish(undefined);
+  }
+
+  onClose(listener: () => void): void {
+    if (this.closed) listener();
+    else this.closeListeners.push(listener);
+  }
+
+  private setTimeout(ms: number): void {
+    this.conn._socket?.setTimeout(ms);
+  }
+
+  /** The connection is over: settle what was waiting and tell the pool. */
+  private finish(err: SmtpError | undefined): void {
+    const pending = this.pending;
+    this.pending = undefined;
+    pending?.(err ?? Object.assign(new Error('connection closed'), { code: 'ECONNECTION' }));
+    if (this.closed) return;
+    this.closed = true;
+    for (const listener of this.closeListeners.splice(0)) listener();
+  }
+}

@@ -1,0 +1,145 @@
+/**
+ * Transmit step of the pipeline (live mode): hand one signed message to the
+ * recipient's MX over SMTP, from the chosen source address. MX hosts are tried
+ * in order; a host that cannot be reached, refuses at the greeting or times out
+ * passes the message to the next one. Once a host has answered the envelope,
+ * its answer is the answer: 2xx delivered, 4xx deferred, 5xx bounced (the
+ * classify step decides hard or soft). Everything comes back as a value.
+ */
+import net from 'node:net';
+import type { Clock } from '../clock';
+import type { Config } from '../config';
+import { parseReply } from './classify';
+import type { MxHost, MxResolver } from './mx';
+import { SmtpClient, type SmtpError } from './smtp-client';
+import type { Lease, Route, SmtpPool } from './smtp-pool';
+import type { Job, SmtpOutcome, Source } from './types';
+
+export interface SmtpTransportDeps {
+  config: Config;
+  clock: Clock;
+  pool: SmtpPool;
+  mx: MxResolver;
+  returnPath: (messageId: string) => string;
+}
+
+/**
+ * `stillOurs` is asked once a connection is ready, right before MAIL FROM: a
+ * wait for a connection slot may have outlasted the lease, or the row may have
+ * been cancelled; then nothing is sent ('not ours').
+ */
+export type Transmit = (job: Job, raw: Buffer, source: Source, hosts: MxHost[], stillOurs: () => Promise<boolean>) => Promise<SmtpOutcome | 'not ours'>;
+
+/** A stale pooled connection (closed by the server while idle) is replaced this many times at most. */
+const STALE_RETRIES = 3;
+
+export function createSmtpTransport(deps: SmtpTransportDeps): Transmit {
+  return async (job, raw, source, hosts, stillOurs) => {
+    const startedAt = deps.clock.now();
+    const done = (o: Omit<SmtpOutcome, 'startedAt' | 'durationMs' | 'sourceIp'>): SmtpOutcome => ({
+      ...o,
+      startedAt,
+      durationMs: deps.clock.now() - startedAt,
+      sourceIp: source.address,
+    });
+    const family = net.isIPv6(source.address) ? 6 : 4;
+    let last = { mx: null as string | null, response: `no MX host of ${job.recipientDomain} could be reached`, code: null as number | null, enhancedCode: null as string | null };
+    for (const host of hosts) {
+      const addresses = await deps.mx.addresses(host.name, family);
+      if (addresses.kind === 'none') {
+        last = { mx: host.name, response: addresses.diagnostic, code: null, enhancedCode: null };
+        continue;
+      }
+      const route: Route = { source: source.address, host: host.name };
+      const open = () => connectAny(deps.config, host.name, addresses.addresses, source);
+      const lease = await deps.pool.acquire(route, open);
+      if ('error' in lease) {
+        last = { mx: host.name, ...describeError(lease.error) };
+        continue; // unreachable, refused at the greeting, timed out: try the next MX host
+      }
+      if (!(await stillOurs())) {
+        deps.pool.release(lease.client, true);
+        return 'not ours';
+      }
+      const envelope = { from: deps.returnPath(job.id), to: job.toEmail, size: raw.length, use8BitMime: hasEightBit(raw) };
+      return done({ mx: host.name, ...(await sendWithRetry(deps.pool, route, open, lease, envelope, raw)) });
+    }
+    return done({ kind: 'deferred', tls: false, ...last });
+  };
+}
+
+type Envelope = Parameters<SmtpClient['send']>[0];
+type SendOutcome = Omit<SmtpOutcome, 'startedAt' | 'durationMs' | 'sourceIp' | 'mx'>;
+
+/** Sends over the lease; a reused connection that turns out dead before the body went out is replaced. */
+async function sendWithRetry(pool: SmtpPool, route: Route, open: () => ReturnType<typeof connectAny>, lease: Lease, envelope: Envelope, raw: Buffer): Promise<SendOutcome> {
+  for (let tries = 0; ; tries++) {
+    if ('error' in lease) return { kind: 'deferred', tls: false, ...describeError(lease.error) };
+    const { client, reused } = lease;
+    const result = await client.send(envelope, raw);
+    if (result.ok) {
+      pool.release(client, true);
+      return { kind: 'delivered', tls: client.secure, ...parseReply(result.response) };
+    }
+    const stale = reused && !result.dataSent && (!result.error.responseCode || result.error.responseCode === 421);
+    if (stale && tries < STALE_RETRIES) {
+      pool.release(client, false);
+      lease = await pool.acquire(route, open);
+      continue;
+    }
+    return settleFailure(pool, client, result.error);
+  }
+}
+
+/** A failed transaction: keep the connection when it is still in a known state (RSET succeeds). */
+async function settleFailure(pool: SmtpPool, client: SmtpClient, error: SmtpError): Promise<SendOutcome> {
+  const tls = client.secure;
+  const code = error.responseCode;
+  if (!code && error.code === 'EMESSAGE' && /larger than allowed/.test(error.message)) {
+    // nodemailer refused before MAIL FROM: the message is over the SIZE the server advertised.
+    pool.release(client, true);
+    const response = `552 5.3.4 message of ${client.options.host} refused before sending: ${error.message}`;
+    return { kind: 'bounced', tls, notAboutAddress: true, code: 552, enhancedCode: '5.3.4', response };
+  }
+  const usable = Boolean(code) && code !== 421 && !client.closed && (await client.reset());
+  pool.release(client, usable);
+  const described = describeError(error);
+  if (!code || code < 500) return { kind: 'deferred', tls, ...described };
+  return { kind: 'bounced', tls, ...described };
+}
+
+/** Tries each address of an MX host; a failed TLS handshake is retried in plain text (no policy requires TLS). */
+async function connectAny(config: Config, host: string, addresses: string[], source: Source): Promise<{ client: SmtpClient } | { error: SmtpError }> {
+  const d = config.delivery;
+  let last: { error: SmtpError } | undefined;
+  for (const address of addresses) {
+    const options = {
+      host,
+      address,
+      port: d.port,
+      localAddress: source.address,
+      ehlo: source.hostname,
+      tls: 'opportunistic' as const,
+      connectTimeoutMs: d.connectTimeoutMs,
+      greetingTimeoutMs: d.greetingTimeoutMs,
+      commandTimeoutMs: d.commandTimeoutMs,
+      dataTimeoutMs: d.dataTimeoutMs,
+    };
+    let result = await SmtpClient.open(options);
+    if ('error' in result && result.error.code === 'ETLS') result = await SmtpClient.open({ ...options, tls: 'none' });
+    if ('client' in result) return result;
+    last = result;
+  }
+  return last ?? { error: Object.assign(new Error(`${host} has no address`), { code: 'EDNS' }) };
+}
+
+/** An error as the attempt records it: the server's reply when there was one, else what went wrong locally. */
+function describeError(error: SmtpError): { code: number | null; enhancedCode: string | null; response: string } {
+  if (error.response) return parseReply(error.response);
+  return { code: null, enhancedCode: null, response: `${error.code ?? 'ERROR'}: ${error.message}` };
+}
+
+function hasEightBit(raw: Buffer): boolean {
+  for (let i = 0; i < raw.length; i++) if (raw[i] > 127) return true;
+  return false;
+}

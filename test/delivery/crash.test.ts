@@ -1,0 +1,132 @@
+// kill -9 in the middle of a burst: the appliance as a child process loses no accepted message.
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { ApiClient } from '../support/app';
+import { startDnsServer } from '../support/dns-server';
+import { startSmtpSink } from '../support/smtp-sink';
+import { addDomain, publish, verify } from '../domains/helpers';
+
+const CLI = path.resolve(__dirname, '..', '..', 'src', 'cli.js');
+const CONCURRENCY = 20;
+
+interface Serving {
+  child: ChildProcess;
+  url: string;
+  bootstrapKey?: string;
+  exited: Promise<void>;
+}
+
+/** Starts `pigeon serve`, waits for its "started" log line and returns its URL (and the first-start key, from stderr). */
+function serve(configFile: string, firstStart = false): Promise<Serving> {
+  const child = spawn(process.execPath, [CLI, 'serve', '--config', configFile], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  let stdout = '';
+  let stderr = '';
+  return new Promise((resolve, reject) => {
+    const check = () => {
+      const started = /"http":"([^"]+)","listeners".*"msg":"pigeon started"/.exec(stdout);
+      const key = /svc_test_\w+/.exec(stderr)?.[0];
+      if (!started || (firstStart && !key)) return;
+      child.stdout?.removeAllListeners('data');
+      child.stdout?.resume(); // keep draining the log
+      resolve({ child, url: `http://${started[1]}`, bootstrapKey: key, exited });
+    };
+    child.stdout?.on('data', (c: Buffer) => ((stdout += c.toString()), check()));
+    child.stderr?.on('data', (c: Buffer) => ((stderr += c.toString()), check()));
+    child.once('exit', (code) => reject(new Error(`pigeon serve exited with ${code}: ${stderr}`)));
+  });
+}
+
+function send(agent: http.Agent, url: URL, key: string, i: number): Promise<string[]> {
+  const body = Buffer.from(JSON.stringify({ from: 'app@crash.test', to: [`user${i}@dest.test`], subject: `Burst ${i}`, text: `Message ${i} of the burst.` }));
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      { agent, host: url.hostname, port: url.port, path: '/v1/messages/send', method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': body.length } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => (res.statusCode === 202 ? resolve(JSON.parse(Buffer.concat(chunks).toString()).data.map((d: { id: string }) => d.id)) : reject(new Error(`send ${res.statusCode}`))));
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+describe('crash safety', () => {
+  it('delivers every accepted message after kill -9 midway through a burst of 500 sends, with duplicates bounded by what was in flight', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'pigeon-crash-'));
+    const sink = await startSmtpSink({ host: '127.0.0.1' });
+    const dns = await startDnsServer({ 'dest.test': [{ type: 'MX', data: { preference: 10, exchange: 'mx.dest.test' } }], 'mx.dest.test': [{ type: 'A', data: '127.0.0.1' }] });
+    const configFile = path.join(dataDir, 'config.json');
+    fs.writeFileSync(configFile, JSON.stringify({
+      hostname: 'mta.crash.test',
+      dataDir,
+      log: { level: 'info' },
+      http: { port: 0 },
+      smtp: { submission: { port: 0 }, inbound: { port: 0 } },
+      dns: { servers: [dns.address], timeoutMs: 500 },
+      delivery: { port: sink.port, concurrency: CONCURRENCY },
+      ips: [{ address: '127.0.0.1', hostname: 'out.crash.test' }],
+      rateLimit: { requestsPerSecond: 100_000, burst: 100_000 },
+    }));
+    let serving = await serve(configFile, true);
+    try {
+      const admin = new ApiClient(serving.url, serving.bootstrapKey ?? '');
+      const key = (await admin.post('/v1/api-keys', { name: 'crash', mode: 'live', scopes: ['messages:send'] })).body.key as string;
+      publish(dns, await addDomain(admin, 'crash.test'));
+      assert.equal((await verify(admin, 'crash.test')).status, 'verified');
+
+      // The burst: 500 sends, 25 at a time; SIGKILL once the sink has seen 50 deliveries.
+      const accepted = new Set<string>();
+      const url = new URL(serving.url);
+      const agent = new http.Agent({ keepAlive: true, maxSockets: 25 });
+      let next = 0;
+      let killed = false;
+      const killer = sink.waitFor(50, 20_000).then(() => {
+        killed = true;
+        serving.child.kill('SIGKILL');
+      });
+      const client = async () => {
+        while (next < 500 && !killed) {
+          const i = next++;
+          try {
+            for (const id of await send(agent, url, key, i)) accepted.add(id);
+          } catch {
+            return; // the server died under this request: not accepted
+          }
+        }
+      };
+      await Promise.all(Array.from({ length: 25 }, client));
+      await killer;
+      await serving.exited;
+      agent.destroy();
+      const arrivedBeforeKill = sink.messages.length;
+      assert.ok(accepted.size > 0 && arrivedBeforeKill < accepted.size + CONCURRENCY, 'the kill happened in the middle of the work');
+
+      serving = await serve(configFile);
+      const idOf = (mailFrom: string) => /^b\+(msg_[0-9a-z]{26})-/.exec(mailFrom)?.[1] ?? '';
+      const deadline = Date.now() + 20_000;
+      const arrived = () => new Set(sink.messages.map((m) => idOf(m.mailFrom)));
+      while ([...accepted].some((id) => !arrived().has(id)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      const missing = [...accepted].filter((id) => !arrived().has(id));
+      assert.deepEqual(missing, [], `${missing.length} of ${accepted.size} accepted messages never arrived`);
+
+      const duplicates = sink.messages.length - arrived().size;
+      assert.ok(duplicates <= CONCURRENCY, `${duplicates} duplicates exceed the ${CONCURRENCY} messages that can be in flight`);
+      console.log(`crash test: ${accepted.size} accepted, ${arrivedBeforeKill} delivered before the kill, ${duplicates} delivered twice`);
+    } finally {
+      serving.child.kill('SIGKILL');
+      await serving.exited;
+      await sink.close();
+      await dns.close();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,0 +1,128 @@
+// The queue in the database: leases, restarts, concurrent claims, and what /metrics shows.
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import { Writable } from 'node:stream';
+import { createApp } from '../../src/app';
+import type { Mta } from '../../src/delivery/mta';
+import { ownTransaction } from '../../src/delivery/commit';
+import { claim } from '../../src/delivery/queue';
+import { recordOutcome } from '../../src/delivery/record';
+import type { Outcome } from '../../src/delivery/types';
+import { testConfig } from '../support/app';
+import { startSmtpSink } from '../support/smtp-sink';
+import { deliveryConfig, eventsOf, messageRow, pointMx, sendMessage, startWorld } from './world';
+
+const delivered = (now: number): Outcome => ({
+  kind: 'delivered',
+  attempt: { startedAt: now, durationMs: 1, mx: 'mx.dest.test', sourceIp: '127.0.0.1', tls: false, code: 250, enhancedCode: null, response: '250 ok' },
+});
+
+describe('queue', () => {
+  it('returns messages left in flight by a killed process to the queue at the next start, and delivers them', async () => {
+    const sink = await startSmtpSink({ host: '127.0.0.1' });
+    const world = await startWorld({ port: sink.port });
+    const { dataDir } = world.app;
+    pointMx(world.dns, 'dest.test', [{ name: 'mx.dest.test', address: '127.0.0.1' }]);
+    world.app.deps.signals.emit = () => {}; // keep the first MTA from picking it up
+    const id = await sendMessage(world, { to: 'survivor@dest.test' });
+    // What a process killed mid-send leaves behind: a live-looking lease of an owner that no longer exists.
+    await world.app.db('messages').where({ id }).update({ status: 'sending', lease_owner: 'mta-dead.1', lease_expires_at: world.clock.now() + 600_000 });
+    await world.app.close();
+
+    const restarted = await createApp(testConfig(dataDir, deliveryConfig(world.dns.address, sink.port)), { clock: world.clock, logStream: new Writable({ write: (_chunk, _enc, done) => done() }) });
+    try {
+      await (restarted.workers.find((w) => w.name === 'delivery') as Mta).runOnce();
+      await sink.waitFor(1);
+      assert.equal((await restarted.db('messages').where({ id }).first()).status, 'delivered');
+    } finally {
+      await restarted.close();
+      await world.dns.close();
+      await sink.close();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('gives a row whose lease expired to the next claimer, and the late first owner records nothing', async () => {
+    const world = await startWorld({ port: 9 });
+    try {
+      world.app.deps.signals.emit = () => {};
+      const id = await sendMessage(world, { to: 'x@dest.test' });
+      const deps = { transact: ownTransaction(world.app.db), clock: world.clock, config: world.app.config };
+      const leaseMs = 1000;
+      const [first] = await claim(world.app.db, { owner: 'a.1', now: world.clock.now(), leaseMs, limit: 10 });
+      assert.equal(first.id, id);
+      assert.deepEqual(await claim(world.app.db, { owner: 'b.1', now: world.clock.now(), leaseMs, limit: 10 }), [], 'a live lease is respected');
+
+      world.clock.advance(leaseMs + 1);
+      const [second] = await claim(world.app.db, { owner: 'b.2', now: world.clock.now(), leaseMs, limit: 10 });
+      assert.equal(second.id, id);
+      assert.equal(await recordOutcome(deps, first, delivered(world.clock.now())), null);
+      assert.equal((await messageRow(world, id)).status, 'sending');
+      assert.deepEqual(await recordOutcome(deps, second, delivered(world.clock.now())), { result: 'delivered', events: 2 });
+      assert.equal((await eventsOf(world, id)).length, 2, 'events only from the owner');
+    } finally {
+      await world.stop();
+    }
+  });
+
+  it('re-checks the row right before MAIL FROM: a message taken away meanwhile is not sent', async () => {
+    const sink = await startSmtpSink({ host: '127.0.0.1' });
+    const world = await startWorld({ port: sink.port });
+    try {
+      pointMx(world.dns, 'dest.test', [{ name: 'mx.dest.test', address: '127.0.0.1' }]);
+      const pick = world.mta.hooks.pickSource;
+      // Between claim and send, the row stops being ours (an operator cancels it by hand).
+      world.mta.hooks.pickSource = async (job, route) => {
+        await world.app.db('messages').where({ id: job.id }).update({ status: 'cancelled', next_attempt_at: null, lease_owner: null });
+        return pick(job, route);
+      };
+      const id = await sendMessage(world, { to: 'never@dest.test' });
+      await world.mta.runOnce();
+      assert.equal((await messageRow(world, id)).status, 'cancelled');
+      assert.equal(sink.messages.length + sink.unaccepted.length, 0);
+      assert.deepEqual(await world.app.db('message_attempts').where({ message_id: id }), []);
+    } finally {
+      await world.stop();
+      await sink.close();
+    }
+  });
+
+  it('never hands one row to two concurrent claims', async () => {
+    const world = await startWorld({ port: 9 });
+    try {
+      world.app.deps.signals.emit = () => {};
+      for (let i = 0; i < 30; i++) await sendMessage(world, { to: `r${i}@dest.test` });
+      const now = world.clock.now();
+      const batches = await Promise.all(['a', 'b', 'c'].map((o) => claim(world.app.db, { owner: o, now, leaseMs: 60_000, limit: 12 })));
+      const ids = batches.flat().map((j) => j.id);
+      assert.equal(ids.length, 30);
+      assert.equal(new Set(ids).size, 30);
+    } finally {
+      await world.stop();
+    }
+  });
+
+  it('shows queue depth by status, deliveries by result and latency on /metrics', async () => {
+    const sink = await startSmtpSink({ host: '127.0.0.1', reply: (ctx) => (ctx.stage === 'rcpt' && ctx.rcpt?.startsWith('later') ? { code: 451, message: '4.7.1 later' } : undefined) });
+    const world = await startWorld({ port: sink.port });
+    try {
+      pointMx(world.dns, 'dest.test', [{ name: 'mx.dest.test', address: '127.0.0.1' }]);
+      await sendMessage(world, { to: 'now@dest.test' });
+      await sendMessage(world, { to: 'later@dest.test' });
+      await sendMessage(world, { to: 'tomorrow@dest.test', sendAt: world.clock.now() + 86_400_000 });
+      await world.mta.runOnce();
+      const text = await (await fetch(`${world.app.http.url}/metrics`)).text();
+      assert.match(text, /^pigeon_queue_messages\{status="deferred"\} 1$/m);
+      assert.match(text, /^pigeon_queue_messages\{status="scheduled"\} 1$/m);
+      assert.match(text, /^pigeon_queue_messages\{status="queued"\} 0$/m);
+      assert.match(text, /^pigeon_deliveries_total\{result="delivered"\} 1$/m);
+      assert.match(text, /^pigeon_deliveries_total\{result="deferred"\} 1$/m);
+      assert.match(text, /^pigeon_delivery_latency_seconds_count 1$/m);
+      assert.match(text, /^pigeon_smtp_connections \d+$/m);
+    } finally {
+      await world.stop();
+      await sink.close();
+    }
+  });
+});
