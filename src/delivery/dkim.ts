@@ -25,11 +25,15 @@ interface MailauthSignResult {
   signatures: string;
   errors: Array<{ message?: string } | Error>;
 }
+const { defaultDKIMFieldNames } = require('mailauth/lib/tools') as { defaultDKIMFieldNames: string };
+/** mailauth's list plus List-Unsubscribe-Post: RFC 8058 wants both one-click headers under the signature. */
+const SIGNED_HEADERS = `${defaultDKIMFieldNames}:List-Unsubscribe-Post`;
 const { dkimSign } = require('mailauth/lib/dkim/sign') as {
   dkimSign(
     input: Buffer,
     options: {
       canonicalization: string;
+      headerList?: string;
       signTime: Date;
       signatureData: Array<{ signingDomain: string; selector: string; privateKey: string; algorithm: string }>;
     },
@@ -43,6 +47,7 @@ export async function signMessage(raw: Buffer, key: SigningKey, now: number): Pr
   const algorithm = key.algorithm === 'ed25519' ? 'ed25519-sha256' : 'rsa-sha256';
   const result = await dkimSign(raw, {
     canonicalization: 'relaxed/relaxed',
+    headerList: SIGNED_HEADERS,
     signTime: new Date(now),
     signatureData: [{ signingDomain: key.domain, selector: key.selector, privateKey: key.privateKeyPem, algorithm }],
   });

@@ -36,6 +36,8 @@ test('a tracked live send through the MTA: signed after instrumentation, and eve
     const link = /<a href="([^"]+)"/.exec(mail.html as string)?.[1] as string;
     assert.ok(pixel.startsWith(`${publicUrl}/t/o/`) && link.startsWith(`${publicUrl}/t/c/`));
     assert.match(received.raw.toString(), /List-Unsubscribe-Post: List-Unsubscribe=One-Click/);
+    const signed = /h=([^;]+);/.exec(received.raw.toString().replace(/\r\n\s+/g, ' '))?.[1].toLowerCase().split(/\s*:\s*/) ?? [];
+    assert.ok(signed.includes('list-unsubscribe') && signed.includes('list-unsubscribe-post'), `RFC 8058: both one-click headers are signed (h=${signed.join(':')})`);
     assert.equal((await fetch(local(pixel))).status, 200);
     assert.equal((await fetch(local(link), { redirect: 'manual' })).headers.get('location'), 'https://shop.example/sale');
 
