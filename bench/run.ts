@@ -7,6 +7,7 @@
  *                                 [--recipients=1,10] [--concurrency=1,10,50]
  *   node dist/bench/run.js accept-store [--messages=2000] [--concurrency=1,10,50]
  *   node dist/bench/run.js delivery [--messages=2000] [--size=5000] [--concurrency=20] [--reuse=both|on|off]
+ *   node dist/bench/run.js smtp [--seconds=2.5] [--concurrency=1,10,50] [--tls=off|on]
  */
 type Mode = (args: string[]) => Promise<void>;
 
@@ -15,6 +16,7 @@ const MODES: Record<string, () => Mode> = {
   accept: () => (require('./accept') as typeof import('./accept')).run,
   'accept-store': () => (require('./accept-store') as typeof import('./accept-store')).run,
   delivery: () => (require('./delivery') as typeof import('./delivery')).run,
+  smtp: () => (require('./smtp') as typeof import('./smtp')).run,
 };
 
 async function main(): Promise<void> {

@@ -17,13 +17,16 @@ export interface ServerReady {
   type: 'ready';
   url: string;
   key: string;
+  /** the SMTP submission port */
+  smtpPort: number;
 }
 
 async function main(): Promise<void> {
   const overrides = JSON.parse(process.argv[2] ?? '{}') as Record<string, unknown>;
+  const smtp = (overrides.smtp ?? {}) as { submission?: Record<string, unknown> };
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'pigeon-bench-'));
   const app = await createApp(
-    { ...overrides, dataDir, log: { level: 'warn' }, http: { port: 0 }, smtp: { submission: { port: 0 }, inbound: { port: 0 } }, rateLimit: { requestsPerSecond: 1e6, burst: 1e6 } },
+    { ...overrides, dataDir, log: { level: 'warn' }, http: { port: 0 }, smtp: { submission: { ...smtp.submission, port: 0 }, inbound: { port: 0 } }, rateLimit: { requestsPerSecond: 1e6, burst: 1e6 } },
     {},
   );
   await Promise.all(app.workers.map((w) => w.stop()));
@@ -42,7 +45,7 @@ async function main(): Promise<void> {
       process.exit(0);
     }
   });
-  process.send?.({ type: 'ready', url: app.http.url, key: secret } satisfies ServerReady);
+  process.send?.({ type: 'ready', url: app.http.url, key: secret, smtpPort: app.listeners['smtp-submission'].port } satisfies ServerReady);
 }
 
 main().catch((err) => {

@@ -64,7 +64,14 @@ export async function createApp(input: Config | ConfigInput = {}, options: AppOp
   for (const sink of MODULES.flatMap((m) => m.eventSinks ?? [])) addEventSink(sink);
   const workers: Worker[] = MODULES.flatMap((m) => m.workers?.(deps) ?? []);
   const listeners: Record<string, Listener> = {};
-  for (const m of MODULES) for (const l of (await m.listeners?.(deps)) ?? []) listeners[l.name] = l;
+  try {
+    for (const m of MODULES) for (const l of (await m.listeners?.(deps)) ?? []) listeners[l.name] = l;
+  } catch (err) {
+    // a listener that cannot start (port taken, bad certificate) must not leave the others and the database open
+    await Promise.all(Object.values(listeners).map((l) => l.close()));
+    await db.destroy();
+    throw err;
+  }
   const server = http.createServer(createHttpApp(deps, MODULES.flatMap((m) => (m.routes ? [m.routes] : []))).callback());
   server.keepAliveTimeout = 5_000;
   await new Promise<void>((resolve, reject) => {

@@ -52,12 +52,21 @@ export const configSchema = z.strictObject({
       tlsKey: z.string().default('').describe('PEM private key file matching tlsCert.'),
       maxConnectionsPerClient: z.number().int().positive().default(20)
         .describe('Concurrent connections allowed from one client address.'),
+      maxClients: z.number().int().positive().default(500)
+        .describe('Concurrent connections allowed in total; more get 421 and are closed.'),
       socketTimeoutMs: z.number().int().positive().default(60_000).describe('Idle time before a session is closed.'),
     }).prefault({}).describe('Submission port for applications relaying with an API key.'),
     inbound: z.strictObject({
       ...hostPort('127.0.0.1', 2525, 'inbound bounce/complaint listener'),
       feedbackAddress: z.string().default('')
         .describe('Extra address accepted for feedback-loop (ARF) reports, e.g. fbl@mail.example.com.'),
+      maxMessageBytes: z.number().int().positive().default(12 * 1024 * 1024)
+        .describe('Largest report accepted (a DSN may carry the whole original message); larger gets 552.'),
+      maxConnectionsPerClient: z.number().int().positive().default(10)
+        .describe('Concurrent connections allowed from one remote address.'),
+      maxClients: z.number().int().positive().default(200)
+        .describe('Concurrent connections allowed in total; more get 421 and are closed.'),
+      socketTimeoutMs: z.number().int().positive().default(60_000).describe('Idle time before a session is closed.'),
     }).prefault({}).describe('Inbound listener for DSN bounces and ARF complaints.'),
   }).prefault({}).describe('SMTP listeners.'),
   dns: z.strictObject({
@@ -94,6 +103,24 @@ export const configSchema = z.strictObject({
   }).prefault({}).describe('Outbound MTA.'),
   ips: z.array(sourceIp).default([{ address: '127.0.0.1', hostname: 'mail.example.com', weight: 1 }])
     .describe('Source addresses given to the appliance; IP pools are made from these.'),
+  pools: z.strictObject({
+    providerShare: z.record(z.string().regex(/^[a-z0-9-]+$/), z.number().min(0).max(1))
+      .default({ gmail: 0.4, microsoft: 0.3, yahoo: 0.2, apple: 0.1 })
+      .describe('Share of a warming IP\'s daily cap each mailbox provider may use (provider ids from the provider MX file); other destinations may use the whole cap.'),
+    providerMxFile: z.string().default('')
+      .describe('Optional JSON file of extra provider MX patterns, tried before the built-in config/provider-mx.json (see docs/ip-pools.md).'),
+    throttleRulesFile: z.string().default('')
+      .describe('Optional JSON file of extra throttling-reply rules, tried before the built-in ones (see docs/ip-pools.md).'),
+    throttle: z.strictObject({
+      cooldownMinutes: z.number().positive().default(30)
+        .describe('How long an IP stays slowed toward a provider after a throttling reply; each further reply in the cool-down doubles it.'),
+      maxCooldownMinutes: z.number().positive().default(240).describe('Longest cool-down, however many throttling replies arrive.'),
+      messagesPerMinute: z.number().positive().default(20)
+        .describe('Rate from one IP to one throttled provider at the first level of cool-down; each further level halves it.'),
+      connections: z.number().int().positive().default(1)
+        .describe('Messages in flight at once from one IP to one provider during a cool-down.'),
+    }).prefault({}).describe('Slowing down after "rate limited" or "reputation" replies.'),
+  }).prefault({}).describe('IP pools: warm-up budgets and throttling.'),
   domains: z.strictObject({
     recheckIntervalHours: z.number().positive().default(6)
       .describe('How often verified (and failing) sending domains have their DNS records looked up again.'),
@@ -112,6 +139,12 @@ export const configSchema = z.strictObject({
     allowHttp: z.boolean().default(false).describe('Allow plain http:// webhook URLs.'),
     timeoutMs: z.number().int().positive().default(10_000).describe('A webhook POST not answered 2xx in this time fails.'),
     concurrency: z.number().int().positive().default(10).describe('Webhook requests in flight at once.'),
+    perWebhookConcurrency: z.number().int().positive().default(2)
+      .describe('Requests in flight at once to one webhook, so a slow endpoint cannot take every slot.'),
+    pollIntervalMs: z.number().int().positive().default(30_000)
+      .describe('Longest the dispatcher sleeps between looks for due deliveries (rows written by another process).'),
+    tlsCaFile: z.string().default('')
+      .describe('PEM file of extra certificate authorities trusted for HTTPS webhook receivers (private CA).'),
   }).prefault({}).describe('Webhook dispatcher.'),
   limits: z.strictObject({
     maxRecipients: z.number().int().min(1).max(1000).default(50).describe('Recipients (to+cc+bcc) per send.'),

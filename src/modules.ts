@@ -12,6 +12,11 @@ import { registerMessageRoutes } from './messages';
 import { registerDomainRoutes } from './domains/routes';
 import { getSigningKey } from './domains/signing';
 import { createRecheckWorker } from './domains/worker';
+import { registerPoolRoutes } from './pools/routes';
+import { poolDeliveryHooks } from './pools/selector';
+import { createPoolsWorker } from './pools/worker';
+import { smtpListeners } from './smtp';
+import { webhooksModule } from './webhooks';
 
 /** A background loop (MTA, webhook dispatcher, re-checks…). */
 export interface Worker {
@@ -43,8 +48,16 @@ export const MODULES: Module[] = [
   { name: 'auth', routes: registerAuthRoutes },
   { name: 'messages', routes: registerMessageRoutes },
   { name: 'domains', routes: registerDomainRoutes, workers: (deps) => [createRecheckWorker(deps)] },
+  { name: 'pools', routes: registerPoolRoutes, workers: (deps) => [createPoolsWorker(deps)] },
   {
     name: 'delivery',
-    workers: (deps) => [new Mta(deps, { signingKeys: (accountId, domain) => getSigningKey(deps.db, deps.config.dataDir, accountId, domain) })],
+    workers: (deps) => [
+      new Mta(deps, {
+        signingKeys: (accountId, domain) => getSigningKey(deps.db, deps.config.dataDir, accountId, domain),
+        ...poolDeliveryHooks(deps),
+      }),
+    ],
   },
+  { name: 'smtp', listeners: smtpListeners },
+  webhooksModule,
 ];

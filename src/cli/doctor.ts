@@ -8,6 +8,8 @@ import type { Config } from '../config';
 import { openDatabase, migrateLatest } from '../db';
 import type { CliContext } from './common';
 import { checkPtr } from './doctor-ptr';
+import { checkSmtpTls } from '../smtp/doctor';
+import { checkWebhooks } from '../webhooks/doctor';
 import { checkSourceAddresses } from '../delivery/doctor';
 
 export interface CheckResult {
@@ -56,7 +58,7 @@ async function checkPorts(config: Config): Promise<CheckResult[]> {
   return results;
 }
 
-export const CHECKS: Check[] = [checkDatabase, checkPorts, checkPtr, checkSourceAddresses];
+export const CHECKS: Check[] = [checkDatabase, checkPorts, checkPtr, checkSourceAddresses, checkWebhooks, (config) => checkSmtpTls(config)];
 
 export async function doctorCommand(ctx: CliContext): Promise<void> {
   let failed = false;

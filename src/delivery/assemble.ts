@@ -17,7 +17,7 @@ import { queueDepth, stillOurs } from './queue';
 import { createSandboxTransport } from './sandbox';
 import { createSigner, type Signer } from './signer';
 import { SmtpPool } from './smtp-pool';
-import type { PickSource } from './source';
+import type { PickSource, SourceSettled } from './source';
 import { createSmtpTransport } from './transmit';
 import { verpAddress } from './verp';
 
@@ -25,6 +25,7 @@ export interface DeliveryHooks {
   prepareContent: PrepareContent;
   signingKeys: SigningKeyLookup;
   pickSource: PickSource;
+  sourceSettled: SourceSettled;
 }
 
 export interface MtaParts {
@@ -58,6 +59,7 @@ export function assemble(deps: AppDeps, reader: Db, hooks: DeliveryHooks): MtaPa
     clock,
     prepare: (job) => contents.prepare(job),
     pickSource: () => hooks.pickSource,
+    sourceSettled: () => hooks.sourceSettled,
     mx,
     transmit: createSmtpTransport({ config, clock, pool, mx, returnPath: (id) => verpAddress(config, id) }),
     sandbox: createSandboxTransport(clock),

@@ -3,7 +3,7 @@
  * pipeline, at most `delivery.concurrency` at a time. It sleeps until the
  * earliest next_attempt_at (a timer) or a `queueChanged` signal; it never
  * polls while idle. The hooks other modules plug in — tracking's
- * `prepareContent`, domains' `signingKeys`, pools' `pickSource` — are plain
+ * `prepareContent`, domains' `signingKeys`, pools' `pickSource` and `sourceSettled` — are plain
  * functions set at wiring time (modules.ts).
  */
 import type { AppDeps } from '../deps';
@@ -19,7 +19,7 @@ import { claim, newLeaseOwner, nextWakeAt, releaseStaleLeases } from './queue';
 import { recordOutcome, type Recorded } from './record';
 import type { Signer } from './signer';
 import type { SmtpPool } from './smtp-pool';
-import { createSourcePicker } from './source';
+import { createSourcePicker, nothingToSettle } from './source';
 import type { Job, Outcome } from './types';
 
 export type { DeliveryHooks };
@@ -62,6 +62,7 @@ export class Mta implements Worker {
       prepareContent: hooks.prepareContent ?? unchanged,
       signingKeys: hooks.signingKeys ?? noSigningKeys,
       pickSource: hooks.pickSource ?? createSourcePicker({ db: this.reader, config: deps.config, clock: deps.clock }),
+      sourceSettled: hooks.sourceSettled ?? nothingToSettle,
     };
     ({ pipeline: this.pipeline, pool: this.pool, signer: this.signer, metrics: this.metrics } = assemble(deps, this.reader, this.hooks));
   }

@@ -7,10 +7,11 @@
  *   suppressed?  → suppressed (never connects)
  *   prepare      → tracking hook, DKIM signature (content.ts), stored once
  *   sandbox?     → the sandbox transport answers instead of the network
- *   pickSource   → pool address + EHLO name, or wait (not an attempt)
  *   resolveMx    → MX hosts, or bounce (null MX, NXDOMAIN) / defer (SERVFAIL)
+ *   pickSource   → pool address + EHLO name for this destination, or wait (not an attempt)
  *   transmit     → SMTP over a pooled connection (transmit.ts); the row is
  *                  re-checked once a connection is ready, right before MAIL FROM
+ *   settled      → the source step hears how it went (warm-up counts, throttling)
  *   classify     → delivered / deferred / bounced hard|soft + category
  */
 import { isSuppressed } from '../suppressions/store';
@@ -19,7 +20,7 @@ import type { Clock } from '../clock';
 import type { BounceClass, Reply } from './classify';
 import type { Prepared } from './content';
 import type { MxResolver, MxResult } from './mx';
-import type { PickSource } from './source';
+import type { PickSource, SourceSettled } from './source';
 import type { Transmit } from './transmit';
 import type { AttemptInfo, Job, Outcome, SmtpOutcome } from './types';
 
@@ -28,6 +29,7 @@ export interface PipelineDeps {
   clock: Clock;
   prepare: (job: Job) => Promise<Prepared>;
   pickSource: () => PickSource;
+  sourceSettled: () => SourceSettled;
   mx: MxResolver;
   transmit: Transmit;
   sandbox: (job: Job, raw: Buffer) => Promise<SmtpOutcome>;
@@ -40,12 +42,17 @@ export async function deliver(job: Job, deps: PipelineDeps): Promise<Outcome> {
   const content = await deps.prepare(job);
   if ('missing' in content) return { kind: 'failed', diagnostic: 'message content is missing' };
   if (job.mode === 'test') return classify(await deps.sandbox(job, content.raw), deps.classify);
-  const source = await deps.pickSource()(job);
-  if ('wait' in source) return { kind: 'wait', reason: source.wait, retryAt: source.retryAt };
   const startedAt = deps.clock.now();
   const mx = await deps.mx.resolve(job.recipientDomain);
-  if (mx.kind !== 'hosts') return dnsOutcome(mx, { startedAt, durationMs: deps.clock.now() - startedAt, sourceIp: source.address });
-  const sent = await deps.transmit(job, content.raw, source, mx.hosts, () => deps.stillOurs(job));
+  if (mx.kind !== 'hosts') return dnsOutcome(mx, { startedAt, durationMs: deps.clock.now() - startedAt, sourceIp: null });
+  const source = await deps.pickSource()(job, { hosts: mx.hosts, addresses: (host, family) => deps.mx.addresses(host, family) });
+  if ('wait' in source) return { kind: 'wait', reason: source.wait, retryAt: source.retryAt };
+  let sent: SmtpOutcome | 'not ours' | undefined;
+  try {
+    sent = await deps.transmit(job, content.raw, source, mx.hosts, () => deps.stillOurs(job));
+  } finally {
+    await deps.sourceSettled()(job, source, sent === undefined || sent === 'not ours' ? null : sent);
+  }
   if (sent === 'not ours') return { kind: 'dropped', reason: 'cancelled or claimed elsewhere before sending' };
   return classify(sent, deps.classify);
 }

@@ -5,15 +5,22 @@
  * config `ips`; a named pool is its rows in `ip_pool_members` that are still
  * configured. The IP pools module (warm-up caps, overflow) replaces this step
  * through the same `PickSource` signature; a `wait` answer puts the message
- * back in the queue without counting an attempt.
+ * back in the queue without counting an attempt. The step runs after MX
+ * resolution, so a picker can look at the destination (`SourceRoute`), and
+ * `SourceSettled` tells it how the attempt from its address went.
  */
 import type { Clock } from '../clock';
 import type { Config } from '../config';
 import type { Queryable } from '../db';
 import { DEFAULT_POOL } from '../pools/lookup';
-import type { Job, Source, SourceChoice } from './types';
+import type { Job, SmtpOutcome, Source, SourceChoice, SourceRoute } from './types';
 
-export type PickSource = (job: Job) => Promise<SourceChoice>;
+export type PickSource = (job: Job, route: SourceRoute) => Promise<SourceChoice>;
+
+/** After the transmit step: `sent` is what the server said, or null when nothing was sent (row no longer ours, or a bug). */
+export type SourceSettled = (job: Job, source: Source, sent: SmtpOutcome | null) => Promise<void>;
+
+export const nothingToSettle: SourceSettled = async () => {};
 
 /** A pool without a usable address is checked again after this long. */
 const EMPTY_POOL_RETRY_MS = 5 * 60_000;

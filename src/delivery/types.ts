@@ -6,6 +6,7 @@
 import type { Mode } from '../auth/scopes';
 import type { Tx } from '../db';
 import type { BounceCategory, BounceType } from './classify';
+import type { AddressFamily, AddressResult, MxHost } from './mx';
 
 /** One claimed recipient copy (a `messages` row under our lease). */
 export interface Job {
@@ -46,6 +47,12 @@ export interface Source {
 }
 
 export type SourceChoice = Source | { wait: string; retryAt: number };
+
+/** What the source step knows of the destination: its MX hosts in order, and their addresses per family. */
+export interface SourceRoute {
+  hosts: MxHost[];
+  addresses(host: string, family: AddressFamily): Promise<AddressResult>;
+}
 
 /** What one attempt looked like on the wire (a `message_attempts` row). */
 export interface AttemptInfo {

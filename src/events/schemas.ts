@@ -62,5 +62,6 @@ export function envelopeSchema(type: EventType) {
     event: z.literal(type),
     timestamp: z.string().describe('ISO 8601 UTC date-time.'),
     data: eventDataSchemas[type],
+    test: z.literal(true).optional().describe('Present only on events sent by POST /v1/webhooks/{id}/test.'),
   });
 }

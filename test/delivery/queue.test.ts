@@ -73,9 +73,9 @@ describe('queue', () => {
       pointMx(world.dns, 'dest.test', [{ name: 'mx.dest.test', address: '127.0.0.1' }]);
       const pick = world.mta.hooks.pickSource;
       // Between claim and send, the row stops being ours (an operator cancels it by hand).
-      world.mta.hooks.pickSource = async (job) => {
+      world.mta.hooks.pickSource = async (job, route) => {
         await world.app.db('messages').where({ id: job.id }).update({ status: 'cancelled', next_attempt_at: null, lease_owner: null });
-        return pick(job);
+        return pick(job, route);
       };
       const id = await sendMessage(world, { to: 'never@dest.test' });
       await world.mta.runOnce();

@@ -5,9 +5,12 @@
  * Messages are sent through POST /v1/messages/send, with a live key or the
  * sandbox key.
  */
+import crypto from 'node:crypto';
 import { FakeClock, type Clock } from '../../src/clock';
 import type { ConfigInput } from '../../src/config';
 import type { Mta } from '../../src/delivery/mta';
+import type { SigningKey } from '../../src/delivery/dkim';
+import { dkimTxtRecord } from '../support/mail';
 import { createKey, startTestApp, type ApiClient, type TestApp } from '../support/app';
 import { startDnsServer, type TestDnsServer } from '../support/dns-server';
 import { mergeDeep } from '../support/merge';
@@ -120,4 +123,11 @@ export async function attemptsOf(world: World, id: string) {
 export async function eventsOf(world: World, id: string): Promise<Array<{ type: string; data: Record<string, unknown> }>> {
   const rows = await world.app.db('events').where({ message_id: id }).whereNot({ type: 'message.queued' }).orderBy('created_at').orderBy('id');
   return rows.map((r: { type: string; data: string }) => ({ type: r.type, data: JSON.parse(r.data) }));
+}
+
+/** A DKIM key published in the test DNS, for tests that inject signing keys into the MTA directly. */
+export function publishDkimKey(dns: TestDnsServer, domain: string, selector = 'pgtest'): SigningKey {
+  const { privateKey, publicKey } = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 });
+  dns.set(`${selector}._domainkey.${domain}`, [{ type: 'TXT', data: dkimTxtRecord(publicKey) }]);
+  return { domain, selector, algorithm: 'rsa', privateKeyPem: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString() };
 }

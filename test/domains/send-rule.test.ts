@@ -5,10 +5,7 @@ import { startTestApp, createKey, type TestApp } from '../support/app';
 import { startDnsServer, type TestDnsServer } from '../support/dns-server';
 import { addDomain, publish, verify } from './helpers';
 
-// POST /v1/messages/send belongs to the messages module, built in parallel; until it lands the route
-// answers 501. Remove the skip once it is on main (the lead merges it).
 describe('sending from a domain', () => {
-  const needsMessages = { skip: 'needs messages module' };
   let dns: TestDnsServer;
   let app: TestApp;
 
@@ -23,7 +20,7 @@ describe('sending from a domain', () => {
 
   const payload = (from: string) => ({ from, to: [{ email: 'someone@receiver.test' }], subject: 'hi', text: 'hello' });
 
-  it('a live send from an unverified domain is 422 domain_not_verified; after verification it is 202', needsMessages, async () => {
+  it('a live send from an unverified domain is 422 domain_not_verified; after verification it is 202', async () => {
     const live = app.api.withKey(await createKey(app, 'live', ['messages:send']));
     const d = await addDomain(app.api, 'sender.test');
 
@@ -40,7 +37,7 @@ describe('sending from a domain', () => {
     assert.equal((await live.post('/v1/messages/send', payload('app@news.sender.test'))).status, 422);
   });
 
-  it('a sandbox send from an unverified domain is accepted', needsMessages, async () => {
+  it('a sandbox send from an unverified domain is accepted', async () => {
     await addDomain(app.api, 'unverified.test');
     const sandbox = app.api.withKey(await createKey(app, 'test', ['messages:send']));
     assert.equal((await sandbox.post('/v1/messages/send', payload('app@unverified.test'))).status, 202);

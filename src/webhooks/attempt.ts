@@ -1,0 +1,97 @@
+/**
+ * One attempt, as a flat list of steps: check the target (SSRF guard, again,
+ * because DNS may have changed since the URL was saved), sign the body, POST
+ * it to the checked address. Used by the dispatcher for stored deliveries and
+ * by POST /v1/webhooks/{id}/test for the synchronous test event.
+ */
+import fs from 'node:fs';
+import tls from 'node:tls';
+import type { Config } from '../config';
+import type { Mode } from '../auth/scopes';
+import { fromJson } from '../db';
+import { envelope } from '../events/record';
+import { postWebhook, SendOutcome } from './sender';
+import { SIGNATURE_HEADER, signatureHeader } from './signature';
+import { checkTarget } from './ssrf';
+
+const VERSION: string = (require('../../../package.json') as { version: string }).version;
+export const USER_AGENT = `Pigeon-Webhooks/${VERSION}`;
+
+export interface AttemptInput {
+  url: string;
+  /** newest first; see signingSecrets() */
+  secrets: string[];
+  eventId: string;
+  body: string;
+  /** 1-based attempt number of this delivery */
+  attempt: number;
+  /** unix milliseconds; the signature's t is its whole seconds */
+  now: number;
+  signal?: AbortSignal;
+}
+
+type AttemptConfig = Pick<Config, 'dns' | 'webhooks'>;
+
+const caCache = new Map<string, string[]>();
+
+/** System roots plus the operator's extra CA file (node's `ca` replaces the roots otherwise). */
+function trustedCas(file: string): string[] | undefined {
+  if (!file) return undefined;
+  let cas = caCache.get(file);
+  if (!cas) {
+    cas = [...tls.rootCertificates, fs.readFileSync(file, 'utf8')];
+    caCache.set(file, cas);
+  }
+  return cas;
+}
+
+/** Reads the CA file now, with an error that names the setting. */
+export function checkCaFile(file: string): void {
+  try {
+    trustedCas(file);
+  } catch (err) {
+    throw new Error(`webhooks.tlsCaFile: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+  }
+}
+
+export function requestHeaders(input: Pick<AttemptInput, 'secrets' | 'eventId' | 'body' | 'attempt' | 'now'>): Record<string, string> {
+  return {
+    'Content-Type': 'application/json',
+    'User-Agent': USER_AGENT,
+    [SIGNATURE_HEADER]: signatureHeader(input.secrets, Math.floor(input.now / 1000), input.body),
+    'Service-Event-Id': input.eventId,
+    'Service-Delivery-Attempt': String(input.attempt),
+  };
+}
+
+export async function attemptDelivery(config: AttemptConfig, input: AttemptInput): Promise<SendOutcome> {
+  const target = await checkTarget(input.url, config);
+  if (!target.ok) {
+    return { success: false, statusCode: null, latencyMs: 0, responseBody: null, error: target.message, aborted: false };
+  }
+  return postWebhook({
+    target,
+    headers: requestHeaders(input),
+    body: input.body,
+    timeoutMs: config.webhooks.timeoutMs,
+    ca: trustedCas(config.webhooks.tlsCaFile),
+    signal: input.signal,
+  });
+}
+
+/**
+ * The body of an event's webhook request: its envelope as JSON, rebuilt from
+ * the events row at every attempt. JSON text → parse → stringify gives the
+ * same bytes, so every attempt carries exactly what the first one did.
+ */
+export function eventBody(row: { id: string; account_id: string; mode: string; type: string; message_id: string | null; data: string; created_at: number }): string {
+  return JSON.stringify(envelope({
+    id: row.id,
+    accountId: row.account_id,
+    mode: row.mode as Mode,
+    type: row.type,
+    messageId: row.message_id,
+    data: fromJson<Record<string, unknown>>(row.data, {}),
+    at: Number(row.created_at),
+  }));
+}

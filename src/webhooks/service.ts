@@ -1,0 +1,121 @@
+/**
+ * What the webhook routes do, between parsing and shaping: validate a target
+ * (SSRF guard), manage secrets, send the synchronous test event, queue a
+ * redelivery. Other modules need none of this; they only record events.
+ */
+import type { AppDeps } from '../deps';
+import { iso } from '../clock';
+import { newId } from '../ids';
+import type { EventType } from '../events/schemas';
+import { conflict, notFound, unprocessable } from '../http/errors';
+import { attemptDelivery } from './attempt';
+import { getDelivery, requeue, Delivery } from './deliveries';
+import type { SendOutcome } from './sender';
+import { generateSecret } from './signature';
+import { checkTarget } from './ssrf';
+import { deleteWebhook, getSigningWebhook, getWebhook, insertWebhook, secretsKey, signingSecrets, updateWebhook, Webhook, WebhookChanges } from './store';
+
+type Deps = Pick<AppDeps, 'config' | 'db' | 'clock' | 'signals'>;
+
+/** How long a rotated-out secret keeps signing next to the new one. */
+export const ROTATION_OVERLAP_MS = 24 * 60 * 60 * 1000;
+
+/** `*` stands for every event type, so it absorbs any others listed with it. */
+export function normalizeEvents(events: string[]): string[] {
+  return events.includes('*') ? ['*'] : [...new Set(events)];
+}
+
+/** The URL as it will be called, or a 422 naming `url`. */
+async function validTargetUrl(deps: Deps, url: string): Promise<string> {
+  const target = await checkTarget(url, deps.config);
+  if (!target.ok) throw unprocessable(target.code, target.message, 'url');
+  return target.url.href;
+}
+
+export async function createWebhook(deps: Deps, accountId: string, input: { url: string; events: string[]; secret?: string }): Promise<{ webhook: Webhook; secret: string }> {
+  const url = await validTargetUrl(deps, input.url);
+  const secret = input.secret ?? generateSecret();
+  const webhook = await insertWebhook(deps.db, secretsKey(deps.config.dataDir), { accountId, url, events: normalizeEvents(input.events), secret }, deps.clock.now());
+  return { webhook, secret };
+}
+
+export async function requireWebhook(deps: Deps, accountId: string, id: string): Promise<Webhook> {
+  const webhook = await getWebhook(deps.db, accountId, id);
+  if (!webhook) throw notFound('webhook', 'id');
+  return webhook;
+}
+
+export interface WebhookPatch {
+  url?: string;
+  events?: string[];
+  enabled?: boolean;
+  rotate_secret?: boolean;
+  secret?: string;
+}
+
+/** Returns the new secret too when it was rotated (shown once). */
+export async function patchWebhook(deps: Deps, accountId: string, id: string, patch: WebhookPatch): Promise<{ webhook: Webhook; secret?: string }> {
+  await requireWebhook(deps, accountId, id);
+  if (patch.secret !== undefined && patch.rotate_secret) {
+    throw unprocessable('conflicting_fields', 'give either secret or rotate_secret, not both', 'secret');
+  }
+  const now = deps.clock.now();
+  const changes: WebhookChanges = { enabled: patch.enabled };
+  if (patch.url !== undefined) changes.url = await validTargetUrl(deps, patch.url);
+  if (patch.events !== undefined) changes.events = normalizeEvents(patch.events);
+  const newSecret = patch.rotate_secret ? generateSecret() : patch.secret;
+  if (newSecret !== undefined) changes.rotate = { secret: newSecret, overlapUntil: now + ROTATION_OVERLAP_MS };
+  const webhook = await updateWebhook(deps.db, secretsKey(deps.config.dataDir), id, changes, now);
+  // Re-enabling may make held deliveries due.
+  if (patch.enabled) deps.signals.emit('webhooksChanged');
+  return { webhook, ...(newSecret !== undefined ? { secret: newSecret } : {}) };
+}
+
+export async function removeWebhook(deps: Deps, accountId: string, id: string): Promise<void> {
+  if (!(await deleteWebhook(deps.db, accountId, id))) throw notFound('webhook', 'id');
+}
+
+export async function requireDelivery(deps: Deps, webhook: Webhook, deliveryId: string): Promise<Delivery> {
+  const delivery = await getDelivery(deps.db, deliveryId);
+  if (!delivery || delivery.webhookId !== webhook.id) throw notFound('delivery', 'delivery_id');
+  return delivery;
+}
+
+export async function redeliver(deps: Deps, webhook: Webhook, deliveryId: string): Promise<Delivery> {
+  await requireDelivery(deps, webhook, deliveryId);
+  if (!(await requeue(deps.db, deliveryId, deps.clock.now()))) {
+    throw conflict('delivery_in_progress', 'an attempt of this delivery is in progress; try again when it has finished', 'delivery_id');
+  }
+  deps.signals.emit('webhooksChanged');
+  return (await getDelivery(deps.db, deliveryId)) as Delivery;
+}
+
+/** Realistic data for a test event of each type (see src/events/schemas.ts). */
+export function sampleData(type: EventType, now: number): Record<string, unknown> {
+  const at = iso(now);
+  const base = { message_id: newId('msg'), to: 'recipient@example.com', from: 'sender@example.com' };
+  const details: Record<EventType, Record<string, unknown>> = {
+    'message.queued': { queued_at: at, send_at: null },
+    'message.sent': { sent_at: at, mx_host: 'mx.example.com', source_ip: '192.0.2.10' },
+    'message.delivered': { delivered_at: at },
+    'message.bounced': {
+      bounced_at: at, type: 'hard', code: 550, enhanced_code: '5.1.1',
+      diagnostic: '550 5.1.1 <recipient@example.com>: Recipient address rejected: User unknown', category: 'invalid_recipient',
+    },
+    'message.complained': { complained_at: at, feedback_type: 'abuse' },
+    'message.opened': { opened_at: at, user_agent: 'Mozilla/5.0', unique: true, prefetched: false },
+    'message.clicked': { clicked_at: at, url: 'https://example.com/welcome', user_agent: 'Mozilla/5.0', unique: true },
+  };
+  return { ...base, ...details[type] };
+}
+
+/** Sends a signed test envelope (`"test": true`) now and reports how the receiver answered. */
+export async function sendTestEvent(deps: Deps, accountId: string, id: string, type: EventType): Promise<SendOutcome & { eventId: string }> {
+  const webhook = await getSigningWebhook(deps.db, secretsKey(deps.config.dataDir), accountId, id);
+  if (!webhook) throw notFound('webhook', 'id');
+  const now = deps.clock.now();
+  const eventId = newId('evt');
+  const body = JSON.stringify({ id: eventId, event: type, timestamp: iso(now), data: sampleData(type, now), test: true });
+  const outcome = await attemptDelivery(deps.config, { url: webhook.url, secrets: signingSecrets(webhook, now), eventId, body, attempt: 1, now });
+  return { ...outcome, eventId };
+}

@@ -1,0 +1,66 @@
+/**
+ * The event sink: recordEvent (src/events/record.ts) calls it for every event,
+ * inside the caller's transaction, so a delivery row exists exactly when its
+ * event does. It is registered process-wide, hence a pure function of
+ * (trx, event): no captured app state. The caller emits `webhooksChanged`
+ * after its commit and the dispatcher sends at once (see wakeAfterCommit).
+ */
+import type { Tx } from '../db';
+import type { RecordedEvent } from '../events/record';
+import { EVENT_TYPES } from '../events/schemas';
+import { insertDeliveries } from './deliveries';
+import { subscribedWebhooks } from './store';
+
+const PUBLIC_EVENTS: ReadonlySet<string> = new Set(EVENT_TYPES);
+
+/** `*` means the seven public event types, not internal ones some module may record. */
+export function subscribes(events: readonly string[], type: string): boolean {
+  if (!PUBLIC_EVENTS.has(type)) return false;
+  return events.includes('*') || events.includes(type);
+}
+
+/**
+ * Subscriptions read once per transaction and account: the accept path commits
+ * many messages (and their events) in one transaction. Keyed by the
+ * transaction object, so nothing outlives it and no app state is captured.
+ */
+const perTransaction = new WeakMap<Tx, Map<string, Promise<Array<{ id: string; events: string[] }>>>>();
+
+function subscriptions(trx: Tx, accountId: string): Promise<Array<{ id: string; events: string[] }>> {
+  let byAccount = perTransaction.get(trx);
+  if (!byAccount) perTransaction.set(trx, (byAccount = new Map()));
+  let hooks = byAccount.get(accountId);
+  if (!hooks) byAccount.set(accountId, (hooks = subscribedWebhooks(trx, accountId)));
+  return hooks;
+}
+
+export async function enqueueWebhookDeliveries(trx: Tx, event: RecordedEvent): Promise<void> {
+  if (!PUBLIC_EVENTS.has(event.type)) return;
+  const hooks = await subscriptions(trx, event.accountId);
+  const matching = hooks.filter((h) => subscribes(h.events, event.type)).map((h) => h.id);
+  await insertDeliveries(trx, event, matching);
+  if (matching.length) wakeAfterCommit(trx);
+}
+
+/**
+ * A safety net under the `webhooksChanged` signal callers emit after their
+ * commit: when this transaction commits with new delivery rows, running
+ * dispatchers (any app in this process; an extra look costs two queries) are
+ * woken too, so a stage that forgets the signal delays nothing.
+ */
+const committedListeners = new Set<() => void>();
+const armed = new WeakSet<Tx>();
+
+export function onDeliveriesCommitted(listener: () => void): () => void {
+  committedListeners.add(listener);
+  return () => committedListeners.delete(listener);
+}
+
+function wakeAfterCommit(trx: Tx): void {
+  if (armed.has(trx)) return;
+  armed.add(trx);
+  trx.executionPromise.then(
+    () => committedListeners.forEach((listener) => listener()),
+    () => undefined, // rolled back: the rows are gone with it
+  );
+}

@@ -1,0 +1,76 @@
+// The pure pieces of the SMTP module, on the inputs that are hard to provoke over the wire.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { LineChecker } from '../../src/smtp/data-reader';
+import { decodeEncodedWords, splitMessage } from '../../src/smtp/headers';
+import { parseContentType } from '../../src/smtp/mime-tree';
+import { queuedReply } from '../../src/smtp/replies';
+import { parseReport } from '../../src/smtp/reports';
+import { classifyDsn } from '../../src/smtp/report-handler';
+import { createClassifier } from '../../src/delivery/classify';
+
+const check = (...chunks: string[]) => {
+  const c = new LineChecker();
+  for (const chunk of chunks) c.push(Buffer.from(chunk, 'latin1'));
+  return c.end();
+};
+
+test('line checks hold across chunk boundaries', () => {
+  assert.equal(check('a\r', '\nb\r\n'), null);
+  assert.equal(check('a\r', 'b\r\n'), 'bare_cr');
+  assert.equal(check('a\r\n', '\n'), 'bare_lf');
+  assert.equal(check('a\r'), 'bare_cr');
+  assert.equal(check('x'.repeat(500), 'x'.repeat(498), '\r\n'), null);
+  assert.equal(check('x'.repeat(500), 'x'.repeat(499), '\r\n'), 'line_too_long');
+});
+
+test('RFC 2047 encoded words in header values are decoded', () => {
+  assert.equal(decodeEncodedWords('=?UTF-8?Q?=7B=22order=22=3A=227=22=7D?='), '{"order":"7"}');
+  assert.equal(decodeEncodedWords('=?utf-8?B?w7xiZXI=?= =?UTF-8?Q?_alles?='), 'über alles');
+  assert.equal(decodeEncodedWords('=?iso-8859-1?Q?caf=E9?= plain'), 'café plain');
+  assert.equal(decodeEncodedWords('=?x-unknown?Q?a?='), '=?x-unknown?Q?a?=');
+  assert.equal(decodeEncodedWords('no words here'), 'no words here');
+});
+
+test('header blocks: folding kept, malformed lines noticed, a message without body is all header', () => {
+  const { fields, body, malformed } = splitMessage(Buffer.from('Subject: a\r\n b\r\nFrom: x@y.z\r\n\r\nbody\r\n'));
+  assert.deepEqual(fields.map((f) => f.text), ['Subject: a\r\n b', 'From: x@y.z']);
+  assert.equal(body.toString(), 'body\r\n');
+  assert.equal(malformed, false);
+  assert.equal(splitMessage(Buffer.from('Subject: a\r\nnot a header\r\n\r\n')).malformed, true);
+  assert.equal(splitMessage(Buffer.from('Subject: only\r\n')).fields.length, 1);
+});
+
+test('the queued reply stays under the 512-octet reply limit and names the batch when ids are left out', () => {
+  const ids = Array.from({ length: 50 }, (_, i) => `msg_${String(i).padStart(26, '0')}`);
+  const reply = queuedReply(ids, 'bat_01m7zxg17y3wne6y6ed127agyb');
+  assert.ok(`250 ${reply}\r\n`.length <= 512, `${reply.length}`);
+  assert.match(reply, /^2\.0\.0 Ok: queued as (msg_\d{26} )+and \d+ more \(batch bat_01m7zxg17y3wne6y6ed127agyb\)$/);
+  const listed = reply.match(/msg_\d{26}/g)!.length;
+  assert.equal(Number(/and (\d+) more/.exec(reply)![1]) + listed, 50);
+  assert.equal(queuedReply(ids.slice(0, 2), 'bat_x'), `2.0.0 Ok: queued as ${ids[0]} ${ids[1]}`);
+});
+
+test('content types with quoted, folded and odd parameters', () => {
+  assert.deepEqual(parseContentType('Multipart/Report; report-type="delivery-status";\tboundary="a;b \\"c\\""'), {
+    type: 'multipart/report', params: { 'report-type': 'delivery-status', boundary: 'a;b "c"' },
+  });
+  assert.deepEqual(parseContentType(undefined), { type: 'text/plain', params: {} });
+});
+
+test('a quoted-printable delivery status with LF line ends still parses', () => {
+  const raw = [
+    'Content-Type: multipart/report; report-type=delivery-status; boundary=zz', '', '--zz', 'Content-Type: text/plain', '', 'sorry', '--zz',
+    'Content-Type: message/delivery-status', 'Content-Transfer-Encoding: quoted-printable', '',
+    'Reporting-MTA: dns; mx.example', '', 'Final-Recipient: rfc822; Ann@Example.org', 'Action: failed', 'Status: 5.2.2',
+    'Diagnostic-Code: smtp; 552 5.2.2 Mailbox full =3D over quota', '--zz--', '',
+  ].join('\n');
+  const report = parseReport(Buffer.from(raw));
+  assert.equal(report.kind, 'dsn');
+  if (report.kind !== 'dsn') return;
+  assert.deepEqual(report.recipients[0], {
+    addresses: ['ann@example.org'], action: 'failed', status: '5.2.2', diagnostic: '552 5.2.2 Mailbox full = over quota', remoteMta: null,
+  });
+  const bounce = classifyDsn(createClassifier(''), report.recipients[0]);
+  assert.deepEqual(bounce && [bounce.type, bounce.category, bounce.suppress, bounce.final], ['soft', 'mailbox_full', false, true], 'the MTA\'s bounce rules apply');
+});
