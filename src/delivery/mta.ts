@@ -43,6 +43,7 @@ export class Mta implements Worker {
   private readonly inflight = new Set<Promise<void>>();
   private claims = 0;
   private running = false;
+  private stopped: Promise<void> | undefined;
   private ready: Promise<void> = Promise.resolve();
   private pumping: Promise<void> | null = null;
   private again = false;
@@ -79,7 +80,12 @@ export class Mta implements Worker {
     );
   }
 
-  async stop(): Promise<void> {
+  /** Idempotent: a second call waits for the first. */
+  stop(): Promise<void> {
+    return (this.stopped ??= this.shutdown());
+  }
+
+  private async shutdown(): Promise<void> {
     this.running = false;
     this.unsubscribe?.();
     clearTimeout(this.timer);

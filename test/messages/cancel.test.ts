@@ -2,12 +2,13 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { FakeClock } from '../../src/clock';
 import { startTestApp, TestApp } from '../support/app';
-import { simpleSend } from './helpers';
+import { simpleSend, pauseDelivery } from './helpers';
 
 const clock = new FakeClock(Date.UTC(2026, 0, 5, 9, 0, 0));
 let app: TestApp;
 before(async () => {
   app = await startTestApp({}, { clock });
+  await pauseDelivery(app);
 });
 after(() => app.stop());
 

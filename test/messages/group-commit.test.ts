@@ -7,7 +7,7 @@ import { parseConfig } from '../../src/config';
 import { Db, openDatabase } from '../../src/db';
 import { GroupCommitter } from '../../src/messages/group-commit';
 import { createKey, startTestApp } from '../support/app';
-import { addVerifiedDomain, defaultAccountId, simpleSend } from './helpers';
+import { addVerifiedDomain, defaultAccountId, simpleSend, pauseDelivery } from './helpers';
 
 let db: Db;
 let dir: string;
@@ -58,6 +58,7 @@ test('groups are capped by weight, and disabled grouping commits each alone', as
 test('many concurrent sends over HTTP are all stored and billed, with either commit mode', async () => {
   for (const groupCommit of [true, false]) {
     const app = await startTestApp({ messages: { groupCommit } });
+    await pauseDelivery(app);
     try {
       await addVerifiedDomain(app, await defaultAccountId(app), 'example.com');
       const live = app.api.withKey(await createKey(app, 'live', ['messages:send', 'account:read']));

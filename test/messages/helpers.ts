@@ -39,3 +39,11 @@ export const simpleSend = (over: Record<string, unknown> = {}) => ({
   text: 'Hello there',
   ...over,
 });
+
+/**
+ * Stops the app's delivery worker, for tests of the accept path that count rows and statuses: with the MTA
+ * running, sandbox messages move on to sending/delivered and gain events while the test looks.
+ */
+export async function pauseDelivery(app: TestApp): Promise<void> {
+  await app.workers.find((w) => w.name === 'delivery')?.stop();
+}

@@ -3,12 +3,13 @@ import assert from 'node:assert/strict';
 import { FakeClock } from '../../src/clock';
 import { createKey, startTestApp, TestApp } from '../support/app';
 import { requestHash } from '../../src/messages/idempotency';
-import { counts, defaultAccountId, simpleSend } from './helpers';
+import { counts, defaultAccountId, simpleSend, pauseDelivery } from './helpers';
 
 const clock = new FakeClock(Date.UTC(2026, 0, 5, 9, 0, 0));
 let app: TestApp;
 before(async () => {
   app = await startTestApp({}, { clock });
+  await pauseDelivery(app);
 });
 after(() => app.stop());
 

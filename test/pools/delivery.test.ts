@@ -8,7 +8,7 @@ import { FakeClock } from '../../src/clock';
 import type { Mta } from '../../src/delivery/mta';
 import { startSmtpSink, type SinkContext, type SinkReply, type SmtpSink } from '../support/smtp-sink';
 import { startDnsServer, type TestDnsServer } from '../support/dns-server';
-import { createKey, testConfig, type TestApp } from '../support/app';
+import { ApiClient, createKey, testConfig, type TestApp } from '../support/app';
 import { deliveryConfig, sendMessage, pointMx, startWorld, type World } from '../delivery/world';
 import { ipOf } from './helpers';
 
@@ -188,6 +188,7 @@ describe('warm-up and throttling through the MTA', () => {
     const restarted: World = {
       ...w,
       app: app as unknown as TestApp,
+      live: new ApiClient(app.http.url, w.live.key),
       mta: app.workers.find((x) => x.name === 'delivery') as Mta,
       stop: async () => {
         await app.close();
