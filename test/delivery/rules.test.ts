@@ -1,6 +1,7 @@
 // Pure parts of the MTA: bounce rules, reply parsing, retry schedule, VERP tokens.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -9,6 +10,7 @@ import { baseDelayMs, nextAttemptAt } from '../../src/delivery/retry';
 import { parseVerp, verpAddress } from '../../src/delivery/verp';
 import { parseConfig } from '../../src/config';
 import { checkSourceAddresses } from '../../src/delivery/doctor';
+import { signMessage } from '../../src/delivery/dkim';
 
 describe('bounce rules', () => {
   const classify = createClassifier('');
@@ -90,5 +92,23 @@ describe('pigeon doctor: source addresses', () => {
     const results = await checkSourceAddresses(config);
     assert.deepEqual(results.map((r) => [r.name, r.status]), [['source address 127.0.0.1', 'ok'], ['source address 192.0.2.7', 'fail']]);
     assert.match(results[1].detail, /not an address of this host/);
+  });
+});
+
+describe('DKIM signer', () => {
+  it('parses a private key once, not for every signature', async () => {
+    const { privateKey } = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 });
+    const key = { domain: 'sender.test', selector: 's1', algorithm: 'rsa' as const, privateKeyPem: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString() };
+    const raw = Buffer.from('From: a@sender.test\r\nTo: b@dest.test\r\nSubject: hi\r\n\r\nHello.\r\n');
+    const parse = crypto.createPrivateKey;
+    let parses = 0;
+    crypto.createPrivateKey = ((...args: Parameters<typeof parse>) => (parses++, parse(...args))) as typeof parse;
+    try {
+      const signed = await Promise.all([1, 2, 3].map((i) => signMessage(raw, key, Date.UTC(2026, 0, 5, 9, 0, i))));
+      for (const s of signed) assert.match('raw' in s ? s.raw.toString() : s.error, /^DKIM-Signature: v=1; a=rsa-sha256; c=relaxed\/relaxed; d=sender.test;[^]*s=s1;/);
+      assert.equal(parses, 1);
+    } finally {
+      crypto.createPrivateKey = parse;
+    }
   });
 });
