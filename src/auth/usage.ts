@@ -15,3 +15,14 @@ export async function usageFor(db: Queryable, accountId: string, month: string):
   const row = await db('usage_counters').where({ account_id: accountId, month }).first();
   return Number(row?.messages ?? 0);
 }
+
+/**
+ * Gives back the count of a live message that was never sent (its recipient was suppressed): usage is counted
+ * at accept, in the month the message was accepted, so the refund goes to that month.
+ */
+export async function refundUsage(db: Queryable, accountId: string, acceptedAt: number, messages: number): Promise<void> {
+  await db('usage_counters')
+    .where({ account_id: accountId, month: monthOf(acceptedAt) })
+    .where('messages', '>=', messages)
+    .decrement('messages', messages);
+}

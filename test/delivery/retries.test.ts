@@ -99,10 +99,14 @@ describe('retries and bounces', () => {
       assert.equal(suppression.source_message_id, id);
 
       const connections = sink.connections;
+      const billed = async () => Number((await world.app.db('usage_counters').sum({ n: 'messages' }).first())?.n ?? 0);
+      const billedBefore = await billed();
       const again = await sendMessage(world, { to: 'Gone@dest.test' });
+      assert.equal(await billed(), billedBefore + 1, 'a live send counts at accept');
       await world.mta.runOnce();
       const row = await messageRow(world, again);
       assert.equal(row.status, 'suppressed');
+      assert.equal(await billed(), billedBefore, 'a suppressed send is never billed');
       assert.equal(row.next_attempt_at, null);
       assert.equal(sink.connections, connections, 'a suppressed address is never connected for');
       assert.deepEqual(await eventsOf(world, again), []);
