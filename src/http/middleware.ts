@@ -73,7 +73,9 @@ export function accessLog(log: Logger, metrics: Metrics): Middleware {
     } finally {
       const state = ctx.state as RequestState;
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      const route = state.routeName ?? (ctx.status === 404 ? 'unmatched' : ctx.path);
+      // Only route templates become labels: a raw path (a 405 on /v1/messages/<anything>) would let
+      // unauthenticated callers create a metrics series per request.
+      const route = state.routeName ?? (ctx as { _matchedRoute?: string })._matchedRoute ?? 'unmatched';
       metrics.httpRequests.inc({ method: ctx.method, route, status: String(ctx.status) });
       metrics.httpDuration.observe({ method: ctx.method, route }, seconds);
       log.info(

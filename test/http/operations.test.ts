@@ -26,6 +26,15 @@ describe('operations endpoints', () => {
     assert.match(text, /pigeon_process_resident_memory_bytes/);
   });
 
+  test('/metrics labels a 405 on an arbitrary path without the path, so callers cannot add series', async () => {
+    assert.equal((await app.api.withKey('').patch('/v1/messages/msg_made_up_1234', {})).status, 405);
+    await app.api.withKey('').get('/healthz');
+    const text = (await app.api.withKey('').get('/metrics')).text;
+    assert.doesNotMatch(text, /msg_made_up_1234/);
+    assert.match(text, /pigeon_http_requests_total\{method="PATCH",route="unmatched",status="405"\} [1-9]/);
+    assert.match(text, /pigeon_http_requests_total\{method="GET",route="\/healthz",status="200"\} [1-9]/);
+  });
+
   test('/v1/openapi.json is OpenAPI 3.1 listing every SPEC path with its scope', async () => {
     const doc = (await app.api.withKey('').get('/v1/openapi.json')).body;
     assert.equal(doc.openapi, '3.1.0');

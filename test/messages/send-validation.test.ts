@@ -72,6 +72,7 @@ const CASES: BadCase[] = [
   { name: 'unknown ip_pool', body: send({ ip_pool: 'nope' }), status: 422, param: 'ip_pool', code: 'unknown_ip_pool' },
   { name: 'html template syntax error', body: send({ html: '<p>{{#if}}</p>' }), status: 422, param: 'html', code: 'template_error' },
   { name: 'unknown helper in subject', body: send({ subject: '{{shout name}}' }), status: 422, param: 'subject', code: 'template_error' },
+  { name: 'nested loops in text beyond the iteration budget', body: send({ text: '{{#each a}}{{#each ../a}}{{#each ../../a}}x{{/each}}{{/each}}{{/each}}', template_data: { a: Array.from({ length: 150 }, (_, i) => i) } }), status: 422, param: 'text', code: 'template_error' },
   { name: 'partial in text', body: send({ text: '{{> footer}}' }), status: 422, param: 'text', code: 'template_error' },
   { name: 'template_id unknown', body: { ...without('subject'), text: undefined, template_id: 'tpl_missing' }, status: 422, param: 'template_id', code: 'template_not_found' },
   { name: 'template_id together with subject', body: send({ template_id: 'tpl_x', text: undefined }), status: 422, param: 'subject', code: 'template_conflict' },
