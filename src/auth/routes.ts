@@ -2,7 +2,9 @@
 import { z } from 'zod';
 import type { AppDeps } from '../deps';
 import type { ApiRouter } from '../http/api';
-import { notFound, unprocessable } from '../http/errors';
+import { ApiError, notFound, unprocessable } from '../http/errors';
+
+const forbidden = (code: string, message: string, param: string) => new ApiError(403, 'permission_error', code, message, param);
 import { pageSchema, paginationQuery, toPage } from '../http/pagination';
 import { iso } from '../clock';
 import { getAccount } from './accounts';
@@ -56,6 +58,12 @@ export function registerAuthRoutes(api: ApiRouter, deps: AppDeps): void {
     body: createKeyBody,
     responses: { 201: { description: 'Created', schema: keySchema.extend({ key: z.string() }) } },
     async handler({ body, caller }) {
+      // A key can only hand out what it has: a sandbox key cannot mint a billable live key, nor grant more scopes.
+      if (body.mode === 'live' && caller.mode !== 'live') {
+        throw forbidden('mode_not_allowed', 'a test key cannot create live keys; use a live key or `pigeon keys create --mode live`', 'mode');
+      }
+      const extra = body.scopes.filter((s) => !caller.scopes.includes(s));
+      if (extra.length) throw forbidden('scope_not_allowed', `this key cannot grant scopes it lacks: ${extra.join(', ')}`, 'scopes');
       const { key, secret } = await createKey(db, { accountId: caller.accountId, ...body }, clock.now());
       return { status: 201, body: { ...shapeKey(key), key: secret } };
     },

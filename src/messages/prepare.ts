@@ -40,7 +40,8 @@ export function checkHeaders(headers: Record<string, string>, listUnsubscribe: b
     const param = `headers.${name}`;
     if (!HEADER_NAME.test(name)) throw unprocessable('invalid_header_name', `'${name}' is not a valid header name`, param);
     const lower = name.toLowerCase();
-    if (RESERVED_HEADERS.has(lower) || lower.startsWith('content-')) {
+    // X-Pigeon-* are control headers of the SMTP path: never passed on to recipients.
+    if (RESERVED_HEADERS.has(lower) || lower.startsWith('content-') || lower.startsWith('x-pigeon-')) {
       throw unprocessable('reserved_header', `the ${name} header is set by Pigeon and cannot be given in headers`, param);
     }
     if (listUnsubscribe && lower.startsWith('list-unsubscribe')) {

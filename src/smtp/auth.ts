@@ -9,7 +9,7 @@
 import type { AppDeps } from '../deps';
 import { ApiError } from '../http/errors';
 import { getAccount } from '../auth/accounts';
-import { isAllowed } from '../auth/allowlist';
+import { isAllowed, normalizeAddress } from '../auth/allowlist';
 import { verifySecret } from '../auth/authenticate';
 import { getKey, touchKey } from '../auth/keys';
 import type { Mode } from '../auth/scopes';
@@ -53,12 +53,18 @@ export async function login(deps: AppDeps, password: string, clientIp: string): 
 }
 
 /**
- * Checked at each MAIL FROM: a key revoked during a long session stops
- * sending at the next message, and the key's rate limit applies per message.
+ * Checked at each MAIL FROM: a key revoked or an address removed from the
+ * allowlist during a long session stops sending at the next message, and
+ * the key's rate limit applies per message.
  */
-export async function checkSender(deps: AppDeps, user: SubmitUser): Promise<SmtpReply | null> {
+export async function checkSender(deps: AppDeps, user: SubmitUser, remoteAddress: string): Promise<SmtpReply | null> {
   const key = await getKey(deps.db, user.accountId, user.keyId);
   if (!key || key.revokedAt !== null) return smtpReply(530, '5.7.0', 'API key has been revoked; authenticate with a valid key');
+  // The allowlist may have changed since AUTH: a long session must not outlive it.
+  const clientIp = normalizeAddress(remoteAddress);
+  if (!isAllowed(await deps.settings.allowedIps(user.accountId), clientIp)) {
+    return smtpReply(530, '5.7.1', `Connections from ${clientIp} are not in this account's IP allowlist`);
+  }
   const bucket = deps.buckets.take(key.id);
   if (!bucket.allowed) return smtpReply(451, '4.7.1', `Rate limit of this API key exceeded; try again in ${bucket.retryAfterSeconds} s`);
   return null;

@@ -97,7 +97,7 @@ class Submission {
   }
 
   onMailFrom(address: SMTPServerAddress, session: SMTPServerSession, callback: Done): void {
-    checkSender(this.deps, session.user as SubmitUser).then(
+    checkSender(this.deps, session.user as SubmitUser, session.remoteAddress).then(
       (refused) => callback(refused ?? (address.address ? validationReply(553, '5.1.7', 'Sender', address.address) : null)),
       (err: unknown) => {
         this.deps.log.error({ err, listener: NAME }, 'smtp MAIL FROM check failed');

@@ -130,3 +130,25 @@ describe('failed authentication is slowed down per address', () => {
     }
   });
 });
+
+describe('keys cannot escalate through the API', () => {
+  test('a sandbox key cannot create a live key, and no key can grant scopes it lacks', async () => {
+    const app = await startTestApp();
+    try {
+      const live = await app.api.post('/v1/api-keys', { name: 'x', mode: 'live', scopes: ['messages:send'] });
+      assert.equal(live.status, 403);
+      assert.equal(live.body.error.code, 'mode_not_allowed');
+      const manager = app.api.withKey(await createKey(app, 'live', ['account:manage', 'messages:read']));
+      const wider = await manager.post('/v1/api-keys', { name: 'x', mode: 'live', scopes: ['messages:read', 'domains:manage'] });
+      assert.equal(wider.status, 403);
+      assert.equal(wider.body.error.code, 'scope_not_allowed');
+      assert.match(wider.body.error.message, /domains:manage/);
+      const ok = await manager.post('/v1/api-keys', { name: 'x', mode: 'live', scopes: ['messages:read'] });
+      assert.equal(ok.status, 201);
+      assert.match(ok.body.key, /^svc_live_/);
+      assert.equal((await app.db('api_keys').count({ n: '*' }).first())?.n, 3);
+    } finally {
+      await app.stop();
+    }
+  });
+});

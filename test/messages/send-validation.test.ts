@@ -56,6 +56,7 @@ const CASES: BadCase[] = [
   { name: 'reserved header bcc (any case)', body: send({ headers: { bcc: 'x@example.com' } }), status: 422, param: 'headers.bcc', code: 'reserved_header' },
   { name: 'reserved header Content-Type', body: send({ headers: { 'Content-Type': 'text/html' } }), status: 422, param: 'headers.Content-Type', code: 'reserved_header' },
   { name: 'reserved header DKIM-Signature', body: send({ headers: { 'DKIM-Signature': 'v=1' } }), status: 422, param: 'headers.DKIM-Signature', code: 'reserved_header' },
+  { name: 'X-Pigeon control header through the API', body: send({ headers: { 'X-Pigeon-Tags': 'a' } }), status: 422, param: 'headers.X-Pigeon-Tags', code: 'reserved_header' },
   { name: 'reserved header Return-Path', body: send({ headers: { 'Return-Path': '<x@example.com>' } }), status: 422, param: 'headers.Return-Path' },
   { name: 'header name with a space', body: send({ headers: { 'X Bad': '1' } }), status: 422, param: 'headers.X Bad', code: 'invalid_header_name' },
   { name: 'header value not a string', body: send({ headers: { 'X-N': 5 } }), status: 422, param: 'headers.X-N' },

@@ -101,6 +101,18 @@ describe('SMTP AUTH with API keys', () => {
     assert.match(r.response, /API key has been revoked/);
     client.close();
   });
+
+  test('an address removed from the allowlist during a session cannot send its next message', async () => {
+    const account = await createAccount(app.db, 'fenced-later', clock.now());
+    const { secret } = await createKeyRecord(app.db, { accountId: account.id, name: 'k', mode: 'test', scopes: ['messages:send'] }, clock.now());
+    const client = submissionClient(app.submissionPort, secret, { pool: true, maxConnections: 1 });
+    await client.sendMail(mail);
+    await app.deps.settings.setAllowedIps(account.id, ['203.0.113.0/24']);
+    const r = await refusal(client.sendMail(mail));
+    assert.equal(r.code, 530);
+    assert.match(r.response, /not in this account's IP allowlist/);
+    client.close();
+  });
 });
 
 describe('SMTP AUTH over plain text', () => {

@@ -10,6 +10,9 @@ import { Writable } from 'node:stream';
 import { App, AppOptions, createApp } from '../../src/app';
 import type { ConfigInput } from '../../src/config';
 import { mergeDeep } from './merge';
+import { findAccountByName } from '../../src/auth/accounts';
+import { createKey as createKeyInDb } from '../../src/auth/keys';
+import type { Scope } from '../../src/auth/scopes';
 
 export interface TestApp extends App {
   key: string;
@@ -107,9 +110,13 @@ export class ApiClient {
   }
 }
 
-/** Creates a key through the API and returns its secret. */
+/**
+ * Creates a key for the default account, as the sysadmin's CLI does (a sandbox key cannot mint live keys
+ * through the API), and returns its secret.
+ */
 export async function createKey(app: TestApp, mode: 'test' | 'live', scopes: string[]): Promise<string> {
-  const res = await app.api.post('/v1/api-keys', { name: `${mode} key (${scopes.length} scopes)`, mode, scopes });
-  if (res.status !== 201) throw new Error(`key creation failed: ${res.status} ${res.text}`);
-  return res.body.key as string;
+  const account = await findAccountByName(app.db, 'default');
+  if (!account) throw new Error('no default account');
+  const { secret } = await createKeyInDb(app.db, { accountId: account.id, name: `${mode} key (${scopes.length} scopes)`, mode, scopes: scopes as Scope[] }, app.deps.clock.now());
+  return secret;
 }
