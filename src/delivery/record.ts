@@ -14,6 +14,7 @@ import { iso } from '../clock';
 import { messageEventData, recordEvent } from '../events/record';
 import { addSuppression } from '../suppressions/store';
 import { rollupCounter } from '../analytics/rollup';
+import { refundUsage } from '../auth/usage';
 import { nextAttemptAt, SANDBOX_UNIT_MS } from './retry';
 import type { AttemptInfo, Bounce, Job, Outcome } from './types';
 
@@ -47,6 +48,7 @@ export async function recordOutcome(deps: RecordDeps, job: Job, outcome: Outcome
       case 'suppressed': {
         if (!(await leave({ status: 'suppressed', next_attempt_at: null }))) return null;
         await rollupCounter(trx, { ...job, at: now }, 'suppressed'); // not an event, but counted in analytics
+        if (job.mode === 'live') await refundUsage(trx, job.accountId, job.createdAt, 1); // suppressed sends are never billed
         return { result: 'suppressed', events: 0 };
       }
       case 'failed':

@@ -7,6 +7,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { ApiClient } from '../support/app';
+import { runCli } from '../support/cli';
 import { startDnsServer } from '../support/dns-server';
 import { startSmtpSink } from '../support/smtp-sink';
 import { addDomain, publish, verify } from '../domains/helpers';
@@ -79,7 +80,9 @@ describe('crash safety', () => {
     let serving = await serve(configFile, true);
     try {
       const admin = new ApiClient(serving.url, serving.bootstrapKey ?? '');
-      const key = (await admin.post('/v1/api-keys', { name: 'crash', mode: 'live', scopes: ['messages:send'] })).body.key as string;
+      const created = runCli(['keys', 'create', '--mode', 'live', '--scopes', 'messages:send', '--config', configFile]);
+      assert.equal(created.code, 0, created.stderr);
+      const key = created.stdout.trim();
       publish(dns, await addDomain(admin, 'crash.test'));
       assert.equal((await verify(admin, 'crash.test')).status, 'verified');
 
