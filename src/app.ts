@@ -72,7 +72,14 @@ export async function createApp(input: Config | ConfigInput = {}, options: AppOp
     await db.destroy();
     throw err;
   }
-  const server = http.createServer(createHttpApp(deps, MODULES.flatMap((m) => (m.routes ? [m.routes] : []))).callback());
+  const handle = createHttpApp(deps, MODULES.flatMap((m) => (m.routes ? [m.routes] : []))).callback();
+  let stopping = false;
+  const server = http.createServer((req, res) => {
+    // Once stopping, keep-alive clients are told to reconnect elsewhere, so their connections end and the
+    // server can close before the database does.
+    if (stopping) res.setHeader('Connection', 'close');
+    void handle(req, res);
+  });
   server.keepAliveTimeout = 5_000;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -82,7 +89,10 @@ export async function createApp(input: Config | ConfigInput = {}, options: AppOp
   for (const worker of workers) worker.start();
 
   let closing: Promise<void> | undefined;
-  const close = () => (closing ??= shutdown({ server, listeners, workers, db, deps }));
+  const close = () => {
+    stopping = true;
+    return (closing ??= shutdown({ server, listeners, workers, db, deps }));
+  };
   return {
     config,
     deps,
