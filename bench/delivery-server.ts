@@ -11,6 +11,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createApp } from '../src/app';
+import { createKey } from '../src/auth/keys';
+import { SCOPES } from '../src/auth/scopes';
 
 export interface DeliveryServerReady {
   type: 'ready';
@@ -42,7 +44,10 @@ async function main(): Promise<void> {
       process.exit(0);
     }
   });
-  process.send?.({ type: 'ready', url: app.http.url, key: app.bootstrapKey ?? '' } satisfies DeliveryServerReady);
+  // A live key with every scope, as `pigeon keys create --mode live --scopes all` makes (a sandbox key cannot).
+  const account = await app.db('accounts').where({ name: 'default' }).first('id');
+  const { secret } = await createKey(app.db, { accountId: account.id, name: 'bench admin', mode: 'live', scopes: [...SCOPES] }, Date.now());
+  process.send?.({ type: 'ready', url: app.http.url, key: secret } satisfies DeliveryServerReady);
 }
 
 main().catch((err) => {
