@@ -26,9 +26,12 @@ COPY --from=build /app/package.json ./
 COPY migrations ./migrations
 COPY config ./config
 COPY bin ./bin
+# Container defaults (listen on all interfaces, data on the volume); mount your own file over it.
+COPY config/docker.json /etc/pigeon/pigeon.json
 USER pigeon
 VOLUME ["/var/lib/pigeon"]
-# HTTP API, SMTP submission (STARTTLS and implicit TLS), inbound bounces.
+# HTTP API, SMTP submission (STARTTLS; 465 when configured for implicit TLS), inbound bounces.
+# Ports below 1024 inside the container need: docker run --cap-add NET_BIND_SERVICE (or map high ports).
 EXPOSE 8080 587 465 25
 ENV PIGEON_CONFIG=/etc/pigeon/pigeon.json
 HEALTHCHECK --interval=30s --timeout=5s CMD node -e "fetch('http://127.0.0.1:8080/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
