@@ -38,7 +38,8 @@ export interface MtaParts {
 export function assemble(deps: AppDeps, reader: Db, hooks: DeliveryHooks): MtaParts {
   const { config, clock } = deps;
   const d = config.delivery;
-  const metrics = createDeliveryMetrics(deps.metrics.registry, () => queueDepth(reader));
+  // The main connection, not the reader: it lives as long as the app, so /metrics works after the MTA stops.
+  const metrics = createDeliveryMetrics(deps.metrics.registry, () => queueDepth(deps.db));
   const pool = new SmtpPool(
     { maxPerHost: d.maxConnectionsPerDomain, maxPerSource: d.maxConnectionsPerIp, messagesPerConnection: d.messagesPerConnection, idleMs: d.idleConnectionMs },
     { opened: () => (metrics.connections.inc(), metrics.connectionsOpened.inc()), closed: () => metrics.connections.dec() },

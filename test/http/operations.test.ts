@@ -66,4 +66,16 @@ describe('operations endpoints', () => {
     assert.ok(line, 'the request is logged with its id');
     assert.ok(!app.logs.some((l) => l.includes(app.key)), 'the key must not appear in any log line');
   });
+
+  test('/metrics still answers, with the queue depth, after the delivery worker has stopped', async () => {
+    const own = await startTestApp();
+    try {
+      await own.workers.find((w) => w.name === 'delivery')?.stop();
+      const res = await own.api.withKey('').get('/metrics');
+      assert.equal(res.status, 200);
+      assert.match(res.text, /pigeon_queue_messages\{status="queued"\} 0/);
+    } finally {
+      await own.stop();
+    }
+  });
 });
