@@ -9,7 +9,7 @@
  *
  * Links left alone: anything not http(s), links already pointing at our
  * tracking paths, links whose URL mentions "unsubscribe", anchors marked
- * `data-pigeon-notrack`, unparseable URLs and URLs over 2,000 characters.
+ * `data-pigeon-notrack`, unparseable URLs and URLs over 2,000 characters (as written or once normalised).
  */
 
 export interface HtmlRewrite {
@@ -48,6 +48,9 @@ export function trackableUrl(href: string, publicUrl: string): string | undefine
     return undefined;
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return undefined;
+  // Normalising percent-encodes non-ASCII (up to 9 bytes a character): a short
+  // href can grow past what a token verifies (MAX_TOKEN_LENGTH), and would 404.
+  if (url.href.length > MAX_URL) return undefined;
   const base = publicUrl.replace(/\/+$/, '');
   if (url.href.startsWith(`${base}/t/`) || url.href.startsWith(`${base}/u/`)) return undefined;
   return url.href;

@@ -4,7 +4,7 @@ import crypto from 'node:crypto';
 import MailComposer from 'nodemailer/lib/mail-composer';
 import { instrumentMessage, InstrumentOptions } from '../../src/tracking/instrument';
 import { rewriteHtml } from '../../src/tracking/html';
-import { verifyToken } from '../../src/tracking/tokens';
+import { signToken, verifyToken } from '../../src/tracking/tokens';
 import { parseMail } from '../support/mail';
 
 const BASE = 'https://track.example.net';
@@ -144,4 +144,18 @@ test('link rewriting leaves non-web links and malformed markup alone', () => {
   assert.equal(rewrite(`<a href="https://e.example/${'x'.repeat(2100)}">x</a>`).includes('T('), false, 'very long URLs are left alone');
   const withPixel = rewriteHtml('<p>no body tag</p>', { publicUrl: BASE, decode: (s) => s, pixelUrl: `${BASE}/t/o/p` });
   assert.match(withPixel, /^<p>no body tag<\/p><img src="https:\/\/track\.example\.net\/t\/o\/p"/);
+});
+
+test('a link whose normalised URL is too long for a token is left alone instead of becoming a dead tracking link', () => {
+  const long = `https://example.net/${'\u4e2d'.repeat(660)}`; // 680 characters, ~5,960 once percent-encoded
+  const short = 'https://example.net/\u4e2d';
+  const html = rewriteHtml(`<a href="${long}">a</a><a href="${short}">b</a>`, {
+    publicUrl: BASE,
+    decode: (s) => s,
+    trackLink: (url) => `${BASE}/t/c/${signToken(key, { kind: 'click', messageId: 'msg_1', linkIndex: 0, url })}`,
+  });
+  const [first, second] = hrefs(html);
+  assert.equal(first, long, 'left as written');
+  assert.ok(second.startsWith(`${BASE}/t/c/`));
+  assert.ok(verifyToken(key, second.slice(`${BASE}/t/c/`.length), 'click'), 'the tracked link verifies');
 });
