@@ -76,7 +76,9 @@ export function parseInstant(value: string, tz: string, endOfDay: boolean): numb
   if (zone.toUpperCase() === 'Z') return wall + fraction;
   const sign = zone[0] === '-' ? -1 : 1;
   const digits = zone.slice(1).replace(':', '');
-  const offset = sign * (Number(digits.slice(0, 2)) * 60 + Number(digits.slice(2))) * 60_000;
+  const [oh, om] = [Number(digits.slice(0, 2)), Number(digits.slice(2))];
+  if (oh > 23 || om > 59) return undefined;
+  const offset = sign * (oh * 60 + om) * 60_000;
   return wall - offset + fraction;
 }
 

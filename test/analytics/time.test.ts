@@ -57,7 +57,7 @@ test('dates and date-times are parsed as ISO 8601, in the zone when they carry n
   assert.equal(parseInstant('2026-01-31T10:00:00+05:30', 'UTC', false), Date.UTC(2026, 0, 31, 4, 30));
   assert.equal(parseInstant('2026-01-31T10:00', 'Europe/Berlin', false), Date.UTC(2026, 0, 31, 9));
   assert.equal(parseInstant('2026-01-31T10:00:00.250Z', 'UTC', false), Date.UTC(2026, 0, 31, 10, 0, 0, 250));
-  for (const bad of ['2026-02-30', '2026-13-01', '31/01/2026', 'yesterday', '2026-01-31T25:00:00Z', '2026-01-31T10:00:00+5']) {
+  for (const bad of ['2026-02-30', '2026-13-01', '31/01/2026', 'yesterday', '2026-01-31T25:00:00Z', '2026-01-31T10:00:00+5', '2026-01-31T10:00:00+99:99', '2026-01-31T10:00:00-24:00', '2026-01-31T10:00:00+01:60']) {
     assert.equal(parseInstant(bad, 'UTC', false), undefined, bad);
   }
   assert.equal(isTimeZone('Europe/Berlin'), true);
