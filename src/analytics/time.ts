@@ -58,13 +58,17 @@ export function localIso(ms: number, tz: string): string {
   return formatLocal(ms, offsetAt(ms, tz));
 }
 
-/** ISO 8601 of an instant with a known offset. */
+/**
+ * ISO 8601 of an instant with a known offset. Offsets with seconds (local mean
+ * time before ~1900, Africa/Monrovia until 1972) are written ±hh:mm:ss, as
+ * Temporal does, rather than as a fraction of a minute.
+ */
 export function formatLocal(ms: number, off: number): string {
   const sign = off < 0 ? '-' : '+';
-  const abs = Math.abs(off) / 60_000;
-  const hh = String(Math.floor(abs / 60)).padStart(2, '0');
-  const mm = String(abs % 60).padStart(2, '0');
-  return `${new Date(ms + off).toISOString().slice(0, 19)}${sign}${hh}:${mm}`;
+  const abs = Math.round(Math.abs(off) / 1000);
+  const two = (n: number) => String(n).padStart(2, '0');
+  const seconds = abs % 60 ? `:${two(abs % 60)}` : '';
+  return `${new Date(ms + off).toISOString().slice(0, 19)}${sign}${two(Math.floor(abs / 3600))}:${two(Math.floor(abs / 60) % 60)}${seconds}`;
 }
 
 /**

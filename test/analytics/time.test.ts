@@ -97,3 +97,9 @@ test('a range is read from the coarsest rollup rows that fit inside it', () => {
   assert.deepEqual(rangeParts(Date.UTC(2026, 0, 5, 3), Date.UTC(2026, 0, 5, 9), ['h', 'd', 'm']).map((p) => p.grain), ['h']);
   assert.deepEqual(rangeParts(Date.UTC(2026, 0, 1), Date.UTC(2027, 0, 1), ['h', 'd']).map((p) => p.grain), ['d']);
 });
+
+test('offsets with seconds (local mean time) are written ±hh:mm:ss, not as a fraction of a minute', () => {
+  assert.equal(localIso(Date.UTC(1000, 0, 1), 'Europe/Berlin'), '1000-01-01T00:53:28+00:53:28');
+  assert.equal(localIso(Date.UTC(1971, 0, 1), 'Africa/Monrovia'), '1970-12-31T23:15:30-00:44:30');
+  assert.equal(localIso(Date.UTC(2026, 0, 1), 'Asia/Kolkata'), '2026-01-01T05:30:00+05:30');
+});
