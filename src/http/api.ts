@@ -150,7 +150,13 @@ function parsePart(schema: z.ZodType | undefined, value: unknown, status: 400 | 
   return result.data;
 }
 
-function bodyError(err: Error & { status?: number; httpCode?: number; type?: string }, limit: number, multipart = false): ApiError {
+/** formidable's error code for more files than maxFiles (its errors carry numeric codes). */
+const FORMIDABLE_MAX_FILES_EXCEEDED = 1015;
+
+function bodyError(err: Error & { status?: number; httpCode?: number; type?: string; code?: number }, limit: number, multipart = false): ApiError {
+  if (multipart && err.code === FORMIDABLE_MAX_FILES_EXCEEDED) {
+    return new ApiError(422, 'invalid_request_error', 'too_many_files', 'upload exactly one file', 'file');
+  }
   // formidable reports a too-large file as httpCode 413 (maxFileSize or maxTotalFileSize).
   if (err.status === 413 || err.httpCode === 413 || err.type === 'entity.too.large' || /maxFileSize|too large/i.test(err.message)) {
     return new ApiError(413, 'invalid_request_error', 'payload_too_large', `request body exceeds ${limit} bytes`);

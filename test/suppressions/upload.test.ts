@@ -123,6 +123,14 @@ test('request faults: missing parts, wrong content type, too large, missing scop
     assert.equal(res.status, 415);
     res = await upload(app, form('a@example.com\n'.repeat(200)));
     assert.equal(res.status, 413);
+    const twoFiles = new FormData();
+    twoFiles.append('reason', 'x');
+    twoFiles.append('file', new Blob(['a@example.com']), 'a.csv');
+    twoFiles.append('file', new Blob(['b@example.com']), 'b.csv');
+    res = await upload(app, twoFiles);
+    assert.equal(res.status, 422, res.text);
+    assert.equal(res.body.error.code, 'too_many_files');
+    assert.equal(res.body.error.param, 'file');
     const other = app.api.withKey(await createKey(app, 'test', ['analytics:read']));
     res = await other.post('/v1/suppressions/upload', form('a@example.com\n'));
     assert.equal(res.status, 403);
