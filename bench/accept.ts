@@ -6,11 +6,10 @@
  * second, p50/p99 latency and the server's peak RSS — with group commit on,
  * off, or both for comparison. A fresh server per row keeps rows independent.
  */
-import { fork, ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import os from 'node:os';
-import path from 'node:path';
 import type { ServerReady } from './server';
+import { forkBenchServer } from './child';
 
 interface Options {
   seconds: number;
@@ -50,39 +49,18 @@ interface Server {
   stop(): Promise<void>;
 }
 
-function startServer(config: Record<string, unknown>): Promise<Server> {
-  // PIGEON_BENCH_PROFILE=dir writes a CPU profile of each server run there.
-  const profile = process.env.PIGEON_BENCH_PROFILE;
-  const execArgv = profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : [];
-  const child: ChildProcess = fork(path.join(__dirname, 'server.js'), [JSON.stringify(config)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv });
-  const next = <T>(type: string) => new Promise<T>((resolve, reject) => {
-    const onExit = (code: number | null) => reject(new Error(`bench server exited with ${code}`));
-    const onMessage = (m: { type: string }) => {
-      if (m.type !== type) return;
-      child.off('message', onMessage);
-      child.off('exit', onExit);
-      resolve(m as T);
-    };
-    child.on('message', onMessage);
-    child.once('exit', onExit);
-  });
-  return next<ServerReady>('ready').then((ready) => {
-    const server: Server = {
-      url: new URL(ready.url),
-      key: ready.key,
-      stats: async () => {
-        const answer = next<Omit<Stats, 'groups'>>('stats');
-        child.send({ type: 'stats' });
-        const [stats, groups] = await Promise.all([answer, groupCounters(server)]);
-        return { ...stats, groups };
-      },
-      stop: () => new Promise<void>((resolve) => {
-        child.once('exit', () => resolve());
-        child.send({ type: 'stop' });
-      }),
-    };
-    return server;
-  });
+async function startServer(config: Record<string, unknown>): Promise<Server> {
+  const bench = await forkBenchServer<ServerReady>('server.js', [JSON.stringify(config)], 'inherit');
+  const server: Server = {
+    url: new URL(bench.ready.url),
+    key: bench.ready.key,
+    stats: async () => {
+      const [stats, groups] = await Promise.all([bench.stats(), groupCounters(server)]);
+      return { ...stats, groups };
+    },
+    stop: bench.stop,
+  };
+  return server;
 }
 
 /** A typical transactional message: about 5 KB of JSON with template values. */

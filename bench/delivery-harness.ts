@@ -4,14 +4,13 @@
  * loopback DNS server, a live key and a verified sending domain set up through
  * the API, and a closed-loop HTTP load generator for POST /v1/messages/send.
  */
-import { fork, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
-import path from 'node:path';
 import { ApiClient } from '../test/support/app';
 import { startDnsServer, type TestDnsServer } from '../test/support/dns-server';
 import { startSmtpSink, type SmtpSink } from '../test/support/smtp-sink';
 import { addDomain, publish, verify } from '../test/domains/helpers';
 import type { DeliveryServerReady } from './delivery-server';
+import { forkBenchServer } from './child';
 
 export interface Server {
   url: string;
@@ -20,35 +19,9 @@ export interface Server {
   stop(): Promise<void>;
 }
 
-export function startServer(config: Record<string, unknown>, mode: 'all' | 'accept-only' = 'all'): Promise<Server> {
-  // PIGEON_BENCH_PROFILE=dir writes a CPU profile of each server process there.
-  const profile = process.env.PIGEON_BENCH_PROFILE;
-  const execArgv = profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : [];
-  const child: ChildProcess = fork(path.join(__dirname, 'delivery-server.js'), [JSON.stringify(config), mode], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'], execArgv });
-  const next = <T>(type: string) =>
-    new Promise<T>((resolve, reject) => {
-      const onMessage = (m: { type: string }) => {
-        if (m.type !== type) return;
-        child.off('message', onMessage);
-        resolve(m as T);
-      };
-      child.on('message', onMessage);
-      child.once('exit', (code) => reject(new Error(`bench server exited with ${code}`)));
-    });
-  return next<DeliveryServerReady>('ready').then((ready) => ({
-    url: ready.url,
-    key: ready.key,
-    stats: () => {
-      const answer = next<{ maxRssKb: number; cpuMs: number }>('stats');
-      child.send({ type: 'stats' });
-      return answer;
-    },
-    stop: () =>
-      new Promise<void>((resolve) => {
-        child.once('exit', () => resolve());
-        child.send({ type: 'stop' });
-      }),
-  }));
+export async function startServer(config: Record<string, unknown>, mode: 'all' | 'accept-only' = 'all'): Promise<Server> {
+  const bench = await forkBenchServer<DeliveryServerReady>('delivery-server.js', [JSON.stringify(config), mode], 'ignore');
+  return { url: bench.ready.url, key: bench.ready.key, stats: bench.stats, stop: bench.stop };
 }
 
 /** The recipient side: dest.bench's MX is a sink on 127.0.0.1. */

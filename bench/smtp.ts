@@ -7,11 +7,10 @@
  * from the start of a sendMail to its 250, and the server's peak RSS. Only
  * the accept path is measured: the server's workers are stopped.
  */
-import { fork, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
-import path from 'node:path';
 import nodemailer from 'nodemailer';
 import type { ServerReady } from './server';
+import { forkBenchServer } from './child';
 
 interface Options {
   seconds: number;
@@ -34,29 +33,9 @@ interface Server {
   stop(): Promise<void>;
 }
 
-function startServer(config: Record<string, unknown>): Promise<Server> {
-  const child: ChildProcess = fork(path.join(__dirname, 'server.js'), [JSON.stringify(config)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  const next = <T>(type: string) => new Promise<T>((resolve, reject) => {
-    const onMessage = (m: { type: string }) => {
-      if (m.type !== type) return;
-      child.off('message', onMessage);
-      resolve(m as T);
-    };
-    child.on('message', onMessage);
-    child.once('exit', (code) => reject(new Error(`bench server exited with ${code}`)));
-  });
-  return next<ServerReady>('ready').then((ready) => ({
-    ready,
-    rssKb: async () => {
-      const answer = next<{ maxRssKb: number }>('rss');
-      child.send({ type: 'rss' });
-      return (await answer).maxRssKb;
-    },
-    stop: () => new Promise<void>((resolve) => {
-      child.once('exit', () => resolve());
-      child.send({ type: 'stop' });
-    }),
-  }));
+async function startServer(config: Record<string, unknown>): Promise<Server> {
+  const bench = await forkBenchServer<ServerReady>('server.js', [JSON.stringify(config)], 'inherit');
+  return { ready: bench.ready, rssKb: async () => (await bench.stats()).maxRssKb, stop: bench.stop };
 }
 
 const paragraph = 'Thank you for your order A-10042. Your items ship within two working days; we will send tracking details as soon as the parcel leaves our warehouse.\r\n';

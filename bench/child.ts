@@ -1,0 +1,54 @@
+/**
+ * The benchmarks' servers run in child processes (so the load generator does
+ * not share their event loop). This is the one IPC helper they share: fork a
+ * bench server script, wait for its `ready`, ask it for `stats`, stop it.
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+
+export interface ServerStats {
+  maxRssKb: number;
+  cpuMs: number;
+}
+
+export interface BenchChild<Ready> {
+  child: ChildProcess;
+  ready: Ready;
+  stats(): Promise<ServerStats>;
+  /** Asks the server to close cleanly and resolves when it has exited. */
+  stop(): Promise<void>;
+}
+
+export async function forkBenchServer<Ready>(script: string, args: string[], stdout: 'inherit' | 'ignore'): Promise<BenchChild<Ready>> {
+  // PIGEON_BENCH_PROFILE=dir writes a CPU profile of each server process there.
+  const profile = process.env.PIGEON_BENCH_PROFILE;
+  const execArgv = profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : [];
+  const child = fork(path.join(__dirname, script), args, { stdio: ['ignore', stdout, 'inherit', 'ipc'], execArgv });
+  const next = <T>(type: string) =>
+    new Promise<T>((resolve, reject) => {
+      const onExit = (code: number | null) => reject(new Error(`bench server exited with ${code}`));
+      const onMessage = (m: { type: string }) => {
+        if (m.type !== type) return;
+        child.off('message', onMessage);
+        child.off('exit', onExit);
+        resolve(m as T);
+      };
+      child.on('message', onMessage);
+      child.once('exit', onExit);
+    });
+  const ready = await next<Ready>('ready');
+  return {
+    child,
+    ready,
+    stats() {
+      const answer = next<ServerStats>('stats');
+      child.send({ type: 'stats' });
+      return answer;
+    },
+    stop: () =>
+      new Promise<void>((resolve) => {
+        child.once('exit', () => resolve());
+        child.send({ type: 'stop' });
+      }),
+  };
+}
