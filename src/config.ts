@@ -20,6 +20,8 @@ const sourceIp = z.strictObject({
   address: z.string().describe('A source IP address this host owns; outbound SMTP binds to it.'),
   hostname: z.string().describe('EHLO name for this address; its PTR record should point here.'),
   weight: z.number().int().min(1).max(100).default(1).describe('Relative share of traffic within a pool.'),
+  account: z.string().optional()
+    .describe('Name of the one account this address is dedicated to: only that account sends from it, and its live keys may manage its warm-up through the API. Unset: shared, warm-up is the operator\'s (CLI).'),
 });
 
 export const configSchema = z.strictObject({
@@ -60,8 +62,12 @@ export const configSchema = z.strictObject({
       ...hostPort('127.0.0.1', 2525, 'inbound bounce/complaint listener'),
       feedbackAddress: z.string().default('')
         .describe('Extra address accepted for feedback-loop (ARF) reports, e.g. fbl@mail.example.com.'),
-      maxMessageBytes: z.number().int().positive().default(12 * 1024 * 1024)
-        .describe('Largest report accepted (a DSN may carry the whole original message); larger gets 552.'),
+      maxMessageBytes: z.number().int().positive().default(1024 * 1024)
+        .describe('Largest report accepted, announced in SIZE and refused above it with 552 (a report needs its headers and first part, not a whole original).'),
+      messagesPerMinutePerClient: z.number().int().positive().default(60)
+        .describe('Reports accepted from one remote address per minute; more get 450 until the minute passes.'),
+      connectionsPerMinutePerClient: z.number().int().positive().default(120)
+        .describe('New connections accepted from one remote address per minute; more get 421 and are closed.'),
       maxConnectionsPerClient: z.number().int().positive().default(10)
         .describe('Concurrent connections allowed from one remote address.'),
       maxClients: z.number().int().positive().default(200)
@@ -100,6 +106,8 @@ export const configSchema = z.strictObject({
       .describe('Worker threads that make DKIM signatures (0 signs on the main thread).'),
     bounceRulesFile: z.string().default('')
       .describe('Optional JSON file of extra bounce rules, tried before the built-in ones (see docs/delivery.md).'),
+    allowPrivateTargets: z.boolean().default(false)
+      .describe('Deliver to MX hosts that resolve to loopback/private/link-local addresses (tests, lab setups). Off: such a recipient hard-bounces with category policy.'),
   }).prefault({}).describe('Outbound MTA.'),
   ips: z.array(sourceIp).default([{ address: '127.0.0.1', hostname: 'mail.example.com', weight: 1 }])
     .describe('Source addresses given to the appliance; IP pools are made from these.'),
@@ -154,14 +162,24 @@ export const configSchema = z.strictObject({
   }).prefault({}).describe('Open and click tracking (links point at http.publicUrl).'),
   suppressions: z.strictObject({
     uploadMaxBytes: z.number().int().positive().default(64 * 1024 * 1024)
-      .describe('Largest suppression CSV accepted by POST /v1/suppressions/upload (413 above it). An upload holds the database writer while it runs (about 20 s per million rows).'),
+      .describe('Largest suppression CSV accepted by POST /v1/suppressions/upload (413 above it).'),
+    uploadBatchRows: z.number().int().min(100).max(100_000).default(5000)
+      .describe('Rows an upload writes to its staging table per transaction, so other writers get turns between batches.'),
   }).prefault({}).describe('Suppression list.'),
   limits: z.strictObject({
     maxRecipients: z.number().int().min(1).max(1000).default(50).describe('Recipients (to+cc+bcc) per send.'),
     maxMessageBytes: z.number().int().positive().default(10 * 1024 * 1024)
       .describe('Largest message after MIME encoding (413 above it).'),
     sendAtHorizonHours: z.number().positive().default(72).describe('How far ahead send_at may schedule a message.'),
-  }).prefault({}).describe('Sending limits.'),
+    templateSourceBytes: z.number().int().positive().default(512 * 1024)
+      .describe('Longest template source (subject, html or text of a send or stored template), checked before compiling (422).'),
+    templateNestingDepth: z.number().int().min(1).max(200).default(24)
+      .describe('Deepest nesting of template blocks ({{#if}}, {{#each}}, {{#with}} …), checked before compiling (422).'),
+    keysPerAccount: z.number().int().positive().default(100).describe('Active API keys one account may have.'),
+    webhooksPerAccount: z.number().int().positive().default(20).describe('Webhooks one account may have.'),
+    templatesPerAccount: z.number().int().positive().default(500).describe('Stored templates one account may have.'),
+    domainsPerAccount: z.number().int().positive().default(100).describe('Sending domains one account may have.'),
+  }).prefault({}).describe('Sending limits and per-account caps.'),
   messages: z.strictObject({
     groupCommit: z.boolean().default(true)
       .describe('Commit sends that arrive together in one transaction; each is still answered only after the commit that holds it.'),
@@ -176,6 +194,12 @@ export const configSchema = z.strictObject({
     authFailuresPerMinute: z.number().int().positive().default(20)
       .describe('Failed authentications from one address per minute before it gets 429 (API) or 454 (SMTP).'),
   }).prefault({}).describe('Rate limits.'),
+  metrics: z.strictObject({
+    enabled: z.boolean().default(true).describe('Serve Prometheus metrics on their own listener.'),
+    ...hostPort('127.0.0.1', 9464, 'Prometheus /metrics listener (kept off the API port)'),
+    token: z.string().default('')
+      .describe('When set, /metrics requires "Authorization: Bearer <token>" (set it before binding beyond loopback).'),
+  }).prefault({}).describe('Prometheus metrics.'),
   database: z.strictObject({
     synchronous: z.enum(['FULL', 'NORMAL']).default('FULL')
       .describe('SQLite fsync policy. FULL: a committed message survives power loss; NORMAL: survives a crash only.'),

@@ -45,6 +45,11 @@ export interface RouteSpec<P extends z.ZodType = z.ZodType, Q extends z.ZodType 
   description?: string;
   /** A Pigeon addition beyond SPEC.md (marked x-pigeon-extension in OpenAPI). */
   extension?: boolean;
+  /**
+   * The route changes what live mail does (keys, security settings, suppressions, pools, domain removal):
+   * a sandbox key gets 403 live_key_required. The rule: a sandbox key never changes live mail.
+   */
+  liveOnly?: boolean;
   params?: P;
   query?: Q;
   body?: B;
@@ -116,7 +121,7 @@ export class ApiRouter {
 
   private authOnly(route: AnyRoute): Middleware {
     return async (ctx, next) => {
-      if (route.scope) (ctx.state as RequestState).caller = await this.authenticate(ctx, route.scope);
+      if (route.scope) (ctx.state as RequestState).caller = requireMode(route, await this.authenticate(ctx, route.scope));
       await next();
     };
   }
@@ -124,7 +129,7 @@ export class ApiRouter {
   private run(route: AnyRoute): Middleware {
     return async (ctx) => {
       const state = ctx.state as RequestState;
-      if (route.scope && !state.caller) state.caller = await this.authenticate(ctx, route.scope);
+      if (route.scope && !state.caller) state.caller = requireMode(route, await this.authenticate(ctx, route.scope));
       const params = parsePart(route.params, ctx.params, 400, ['path']);
       const query = parsePart(route.query, ctx.query, 400, []);
       const body = route.body ? parsePart(route.body, readBody(ctx, route), 422, []) : undefined;
@@ -136,6 +141,15 @@ export class ApiRouter {
       if (result.body !== undefined) ctx.body = result.body;
     };
   }
+}
+
+export const liveKeyRequired = (what = 'this request') =>
+  new ApiError(403, 'permission_error', 'live_key_required',
+    `${what} changes what live mail does, so it needs a live key (svc_live_…); a sandbox key never changes live mail`);
+
+function requireMode(route: AnyRoute, caller: Caller): Caller {
+  if (route.liveOnly && caller.mode !== 'live') throw liveKeyRequired(`${route.method.toUpperCase()} ${route.path}`);
+  return caller;
 }
 
 function readBody(ctx: Context, route: AnyRoute): unknown {

@@ -77,6 +77,7 @@ function operation(route: AnyRoute): Record<string, unknown> {
     tags: [route.tag],
     ...(route.scope ? { security: [{ bearerAuth: [] }], 'x-required-scope': route.scope } : { security: [] }),
     ...(route.extension ? { 'x-pigeon-extension': true } : {}),
+    ...(route.liveOnly ? { 'x-pigeon-live-key-required': true } : {}),
     parameters: parameters(route),
     ...(route.body
       ? { requestBody: { required: true, content: { [route.bodyType === 'multipart' ? 'multipart/form-data' : 'application/json']: { schema: jsonSchema(route.body, 'input') } } } }

@@ -30,6 +30,8 @@ export function testConfig(dataDir: string, overrides: ConfigInput = {}): Config
     http: { port: 0, publicUrl: 'http://127.0.0.1:0', shutdownTimeoutMs: 2000 },
     smtp: { submission: { port: 0, allowInsecureAuth: true }, inbound: { port: 0 } },
     webhooks: { allowPrivateTargets: true, allowHttp: true },
+    delivery: { allowPrivateTargets: true },
+    metrics: { port: 0 },
     rateLimit: { requestsPerSecond: 10_000, burst: 10_000 },
   };
   return mergeDeep(base, overrides) as ConfigInput;
