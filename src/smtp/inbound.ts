@@ -9,11 +9,11 @@
  * accepted and dropped with a warning naming the reason and the sender's
  * address, so the sender does not retry it.
  *
- * Anyone on the Internet can connect, so every sender is bounded: new
- * connections and reports per minute per address (client-rate.ts), concurrent
- * connections per address (client-limit.ts), and the size of a report, which
- * is refused at MAIL FROM when its SIZE= says so and while the data streams
- * in otherwise; nothing over the limit is buffered or parsed.
+ * Anyone on the Internet can connect, so every sender is bounded
+ * (inbound-guard.ts): new connections and reports per minute per address,
+ * concurrent connections per address, and the size of a report, which is
+ * refused at MAIL FROM when its SIZE= says so and while the data streams in
+ * otherwise; nothing over the limit is buffered or parsed.
  */
 import { Counter } from 'prom-client';
 import { SMTPServer, type SMTPServerOptions, type SMTPServerSession } from 'smtp-server';
@@ -21,12 +21,11 @@ import type { AppDeps } from '../deps';
 import { parseVerp } from '../delivery';
 import { createClassifier } from '../delivery/classify';
 import type { Listener } from '../modules';
-import { ClientConnections } from './client-limit';
-import { ClientRate } from './client-rate';
 import { readData } from './data-reader';
 import { listen } from './listen';
 import { smtpReply, SmtpReply } from './replies';
 import { handleReport } from './report-handler';
+import { InboundGuard } from './inbound-guard';
 import type { TlsMaterial } from './tls';
 
 const NAME = 'smtp-inbound';
@@ -38,10 +37,7 @@ export async function startInbound(deps: AppDeps, tls: TlsMaterial): Promise<Lis
   const cfg = config.smtp.inbound;
   const feedback = cfg.feedbackAddress.trim().toLowerCase();
   const classify = createClassifier(config.delivery.bounceRulesFile);
-  const clients = new ClientConnections(cfg.maxConnectionsPerClient);
-  const connectionRate = new ClientRate(deps.clock, cfg.connectionsPerMinutePerClient);
-  const reportRate = new ClientRate(deps.clock, cfg.messagesPerMinutePerClient);
-  const tooLarge = () => smtpReply(552, '5.3.4', `Message exceeds the maximum size of ${cfg.maxMessageBytes} bytes`);
+  const guard = new InboundGuard(deps.clock, cfg);
   const busy = new Set<string>();
   const reports = new Counter({
     name: 'pigeon_smtp_inbound_reports_total', help: 'Reports received on the inbound listener by kind (dsn, arf, other)',
@@ -65,22 +61,13 @@ export async function startInbound(deps: AppDeps, tls: TlsMaterial): Promise<Lis
     disableReverseLookup: true,
 
     onConnect(session, callback) {
-      if (!connectionRate.take(session.remoteAddress)) {
-        const wait = connectionRate.retryAfterSeconds(session.remoteAddress);
-        return callback(smtpReply(421, '4.7.0', `Too many connections from ${session.remoteAddress} this minute; try again in ${wait} s`));
-      }
-      if (clients.admit(session.id, session.remoteAddress)) return callback();
-      callback(smtpReply(421, '4.7.0', `Too many connections from ${session.remoteAddress}; try again later`));
+      callback(guard.admitConnection(session.id, session.remoteAddress) ?? undefined);
     },
 
     onMailFrom(address, session, callback) {
-      if (Number(address.args && (address.args as Record<string, string>).SIZE) > cfg.maxMessageBytes) return callback(tooLarge());
-      if (!reportRate.take(session.remoteAddress)) {
-        const wait = reportRate.retryAfterSeconds(session.remoteAddress);
-        log.warn({ listener: NAME, remoteAddress: session.remoteAddress }, 'inbound: report rate exceeded');
-        return callback(smtpReply(450, '4.7.1', `Too many reports from ${session.remoteAddress} this minute; try again in ${wait} s`));
-      }
-      callback();
+      const refusal = guard.admitReport(session.remoteAddress, ((address.args || {}) as Record<string, string>).SIZE);
+      if (refusal) log.warn({ listener: NAME, remoteAddress: session.remoteAddress, reply: refusal.message }, 'inbound: report refused');
+      callback(refusal ?? undefined);
     },
 
     onRcptTo(address, session, callback) {
@@ -106,7 +93,7 @@ export async function startInbound(deps: AppDeps, tls: TlsMaterial): Promise<Lis
     },
 
     onClose(session) {
-      clients.release(session.id);
+      guard.closed(session.id);
       busy.delete(session.id);
     },
   });
@@ -114,7 +101,7 @@ export async function startInbound(deps: AppDeps, tls: TlsMaterial): Promise<Lis
   /** Reads, parses and records one report; throws SmtpReply (too large) or a storage error. */
   async function receive(stream: Parameters<NonNullable<SMTPServerOptions['onData']>>[0], session: SMTPServerSession): Promise<void> {
     const data = await readData(stream, cfg.maxMessageBytes, false);
-    if ('fault' in data) throw tooLarge();
+    if ('fault' in data) throw guard.tooLarge();
     const outcome = await handleReport(deps, classify, data.raw, session.envelope.rcptTo.map((r) => r.address));
     reports.inc({ kind: outcome.kind });
     const line = { listener: NAME, session: session.id, remoteAddress: session.remoteAddress, kind: outcome.kind, results: outcome.results };
