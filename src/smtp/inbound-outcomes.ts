@@ -5,6 +5,12 @@
  * `message.bounced` / `message.complained` event (webhooks and rollups follow
  * from it in the same transaction) and, for hard bounces and complaints, a
  * suppression. Repeats are ignored, so a report sent twice counts once.
+ *
+ * A delay notice (DSN `Action: delayed`) is not a bounce: a server further on
+ * still has the message and keeps trying. It records no event and changes no
+ * status; it is noted in the message's `last_response`, at most once per
+ * DELAY_NOTE_INTERVAL_MS and only while the message is `sent` or `delivered`,
+ * so replaying one notice a thousand times writes once.
  */
 import type { AppDeps } from '../deps';
 import { fromJson } from '../db';
@@ -32,12 +38,13 @@ export interface AsyncBounce {
   code: number | null;
   enhancedCode: string | null;
   diagnostic: string;
-  /** true for a final failure (status becomes bounced); false for a delay notice */
-  final: boolean;
 }
 
 /** Only messages that have left can bounce or be complained about later. */
 const LEFT = ['sent', 'delivered'];
+/** Remote servers retry a delayed message every 15–60 minutes; one note per hour says all there is to say. */
+export const DELAY_NOTE_INTERVAL_MS = 60 * 60_000;
+const DELAY_NOTE = 'Delayed further on: ';
 
 type Row = Record<string, any>;
 const toMessage = (r: Row): ReportedMessage => ({
@@ -51,25 +58,15 @@ export async function messageById(deps: AppDeps, id: string): Promise<ReportedMe
   return row && toMessage(row);
 }
 
-/** Copies of one send share a Message-ID header; the recipient (when the report names it) picks the copy. */
-export async function messagesByHeader(deps: AppDeps, messageIdHeader: string, recipient: string | null): Promise<ReportedMessage[]> {
-  const rows = await deps.db('messages').where({ message_id_header: messageIdHeader }).select(COLUMNS).limit(1000);
-  const all = rows.map(toMessage);
-  return recipient ? all.filter((m) => m.toEmail.toLowerCase() === recipient) : all;
-}
+export type RecordResult = 'recorded' | 'duplicate' | 'not_sent' | 'too_soon';
 
-export type RecordResult = 'recorded' | 'duplicate' | 'not_sent';
-
+/** A final failure: the message becomes bounced, once. */
 export async function recordAsyncBounce(deps: AppDeps, message: ReportedMessage, bounce: AsyncBounce): Promise<RecordResult> {
   const result = await deps.db.transaction(async (trx): Promise<RecordResult> => {
     const now = deps.clock.now();
-    if (bounce.final) {
-      const changed = await trx('messages').where({ id: message.id }).whereIn('status', LEFT)
-        .update({ status: 'bounced', bounced_at: now, last_response: bounce.diagnostic, updated_at: now });
-      if (!changed) return (await trx('messages').where({ id: message.id }).first('status'))?.status === 'bounced' ? 'duplicate' : 'not_sent';
-    } else if (!LEFT.includes(message.status)) {
-      return 'not_sent';
-    }
+    const changed = await trx('messages').where({ id: message.id }).whereIn('status', LEFT)
+      .update({ status: 'bounced', bounced_at: now, last_response: bounce.diagnostic, updated_at: now });
+    if (!changed) return (await trx('messages').where({ id: message.id }).first('status'))?.status === 'bounced' ? 'duplicate' : 'not_sent';
     await recordEvent(trx, {
       accountId: message.accountId, mode: message.mode, type: 'message.bounced', messageId: message.id, at: now,
       data: messageEventData(message, {
@@ -84,6 +81,17 @@ export async function recordAsyncBounce(deps: AppDeps, message: ReportedMessage,
   });
   if (result === 'recorded') deps.signals.emit('webhooksChanged');
   return result;
+}
+
+/** Notes a delay notice on a message still out there; one conditional update, so concurrent replays write once. */
+export async function recordDelayNotice(deps: AppDeps, message: ReportedMessage, diagnostic: string): Promise<RecordResult> {
+  const now = deps.clock.now();
+  const changed = await deps.db('messages').where({ id: message.id }).whereIn('status', LEFT)
+    .where((q) => q.whereNull('last_response').orWhereNot('last_response', 'like', `${DELAY_NOTE}%`).orWhere('updated_at', '<=', now - DELAY_NOTE_INTERVAL_MS))
+    .update({ last_response: (DELAY_NOTE + diagnostic).slice(0, 1000), updated_at: now });
+  if (changed) return 'recorded';
+  const current = await deps.db('messages').where({ id: message.id }).first('status');
+  return current && LEFT.includes(current.status) ? 'too_soon' : 'not_sent';
 }
 
 export async function recordComplaint(deps: AppDeps, message: ReportedMessage, feedbackType: string): Promise<RecordResult> {

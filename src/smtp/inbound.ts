@@ -6,7 +6,14 @@
  * gets 550 5.1.1 (no relay, no backscatter). There is no AUTH; STARTTLS is
  * offered with the submission certificate. An accepted report is parsed and
  * recorded before the 250 (report-handler.ts); one that cannot be used is
- * accepted and dropped with a log line, so the sender does not retry it.
+ * accepted and dropped with a warning naming the reason and the sender's
+ * address, so the sender does not retry it.
+ *
+ * Anyone on the Internet can connect, so every sender is bounded
+ * (inbound-guard.ts): new connections and reports per minute per address,
+ * concurrent connections per address, and the size of a report, which is
+ * refused at MAIL FROM when its SIZE= says so and while the data streams in
+ * otherwise; nothing over the limit is buffered or parsed.
  */
 import { Counter } from 'prom-client';
 import { SMTPServer, type SMTPServerOptions, type SMTPServerSession } from 'smtp-server';
@@ -14,11 +21,11 @@ import type { AppDeps } from '../deps';
 import { parseVerp } from '../delivery';
 import { createClassifier } from '../delivery/classify';
 import type { Listener } from '../modules';
-import { ClientConnections } from './client-limit';
 import { readData } from './data-reader';
 import { listen } from './listen';
 import { smtpReply, SmtpReply } from './replies';
 import { handleReport } from './report-handler';
+import { InboundGuard } from './inbound-guard';
 import type { TlsMaterial } from './tls';
 
 const NAME = 'smtp-inbound';
@@ -30,7 +37,7 @@ export async function startInbound(deps: AppDeps, tls: TlsMaterial): Promise<Lis
   const cfg = config.smtp.inbound;
   const feedback = cfg.feedbackAddress.trim().toLowerCase();
   const classify = createClassifier(config.delivery.bounceRulesFile);
-  const clients = new ClientConnections(cfg.maxConnectionsPerClient);
+  const guard = new InboundGuard(deps.clock, cfg);
   const busy = new Set<string>();
   const reports = new Counter({
     name: 'pigeon_smtp_inbound_reports_total', help: 'Reports received on the inbound listener by kind (dsn, arf, other)',
@@ -46,14 +53,21 @@ export async function startInbound(deps: AppDeps, tls: TlsMaterial): Promise<Lis
     authOptional: true,
     disabledCommands: ['AUTH'],
     size: cfg.maxMessageBytes,
+    // smtp-server's own SIZE= check answers without an enhanced code; onMailFrom answers 552 5.3.4 instead
+    hideSize: true,
     maxClients: cfg.maxClients,
     socketTimeout: cfg.socketTimeoutMs,
     closeTimeout: config.http.shutdownTimeoutMs,
     disableReverseLookup: true,
 
     onConnect(session, callback) {
-      if (clients.admit(session.id, session.remoteAddress)) return callback();
-      callback(smtpReply(421, '4.7.0', `Too many connections from ${session.remoteAddress}; try again later`));
+      callback(guard.admitConnection(session.id, session.remoteAddress) ?? undefined);
+    },
+
+    onMailFrom(address, session, callback) {
+      const refusal = guard.admitReport(session.remoteAddress, ((address.args || {}) as Record<string, string>).SIZE);
+      if (refusal) log.warn({ listener: NAME, remoteAddress: session.remoteAddress, reply: refusal.message }, 'inbound: report refused');
+      callback(refusal ?? undefined);
     },
 
     onRcptTo(address, session, callback) {
@@ -79,7 +93,7 @@ export async function startInbound(deps: AppDeps, tls: TlsMaterial): Promise<Lis
     },
 
     onClose(session) {
-      clients.release(session.id);
+      guard.closed(session.id);
       busy.delete(session.id);
     },
   });
@@ -87,10 +101,13 @@ export async function startInbound(deps: AppDeps, tls: TlsMaterial): Promise<Lis
   /** Reads, parses and records one report; throws SmtpReply (too large) or a storage error. */
   async function receive(stream: Parameters<NonNullable<SMTPServerOptions['onData']>>[0], session: SMTPServerSession): Promise<void> {
     const data = await readData(stream, cfg.maxMessageBytes, false);
-    if ('fault' in data) throw smtpReply(552, '5.3.4', `Message exceeds the maximum size of ${cfg.maxMessageBytes} bytes`);
+    if ('fault' in data) throw guard.tooLarge();
     const outcome = await handleReport(deps, classify, data.raw, session.envelope.rcptTo.map((r) => r.address));
     reports.inc({ kind: outcome.kind });
-    log.info({ listener: NAME, session: session.id, remoteAddress: session.remoteAddress, kind: outcome.kind, results: outcome.results }, 'inbound: report processed');
+    const line = { listener: NAME, session: session.id, remoteAddress: session.remoteAddress, kind: outcome.kind, results: outcome.results };
+    // a report that names no message of ours is either misdirected or forged: worth an operator's look
+    if (outcome.results.some((r) => r.startsWith('dropped'))) log.warn(line, 'inbound: report processed');
+    else log.info(line, 'inbound: report processed');
   }
 
   const listener = await listen(server, NAME, cfg.host, cfg.port, busy, log);

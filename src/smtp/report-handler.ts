@@ -1,18 +1,25 @@
 /**
  * What the inbound listener does with a received report: parse it
  * (reports.ts), find the message it is about, decide the outcome and record
- * it (inbound-outcomes.ts). The message is named by the VERP address the
- * report was sent to, else by a VERP Return-Path in the returned headers (the
- * token's HMAC proves we sent it); a complaint may also be matched by the
- * returned Message-ID together with the complained-about recipient. A DSN's
- * status is classified with the MTA's bounce rules, so a sysadmin's rules file
- * applies to late bounces too. Whatever cannot be matched is dropped with a
- * log line; only a failure to write is an error (the sender then retries).
+ * it (inbound-outcomes.ts).
+ *
+ * A report acts only on a message it names unforgeably: by the VERP address
+ * it was sent to, else by a VERP Return-Path in the returned headers. Every
+ * copy of a send has its own VERP address whose tag is an HMAC under the
+ * server's secret (delivery/verp.ts), and only that copy's recipient ever sees
+ * it. A Message-ID is no proof: copies of one send (to, cc, bcc) share it, and
+ * a relaying client may reuse it anywhere; so is not Original-Rcpt-To, which a
+ * complainer writes. A report is therefore applied to the named copy only,
+ * with that copy's recipient, account and mode, and never to a sandbox copy
+ * (it never left the machine). A DSN's status is classified with the MTA's
+ * bounce rules, so a sysadmin's rules file applies to late bounces too.
+ * Whatever cannot be tied to a copy is dropped with the reason; only a
+ * failure to write is an error (the sender then retries).
  */
 import type { AppDeps } from '../deps';
 import { parseVerp } from '../delivery';
 import { createClassifier, parseReply } from '../delivery/classify';
-import { messageById, messagesByHeader, recordAsyncBounce, recordComplaint, type AsyncBounce, type ReportedMessage } from './inbound-outcomes';
+import { messageById, recordAsyncBounce, recordComplaint, recordDelayNotice, type AsyncBounce, type ReportedMessage } from './inbound-outcomes';
 import { parseReport, type DsnRecipient, type OriginalRef, type Report } from './reports';
 
 export type Classify = ReturnType<typeof createClassifier>;
@@ -23,18 +30,21 @@ export interface ReportOutcome {
   results: string[];
 }
 
-/** The outcome of one per-recipient DSN block, or null when it reports no failure (delivered, relayed…). */
-export function classifyDsn(classify: Classify, r: DsnRecipient): AsyncBounce | null {
+/** What one per-recipient DSN block reports: a final failure, a delay, or nothing to act on (delivered, relayed…). */
+export type DsnOutcome = { kind: 'bounce'; bounce: AsyncBounce } | { kind: 'delay'; diagnostic: string } | null;
+
+export function classifyDsn(classify: Classify, r: DsnRecipient): DsnOutcome {
   if (r.action !== 'failed' && r.action !== 'delayed') return null;
   const status = r.status ?? (r.action === 'failed' ? '5.0.0' : '4.0.0');
   const diagnostic = r.diagnostic ?? `Action: ${r.action}; Status: ${status}`;
+  if (r.action === 'delayed') return { kind: 'delay', diagnostic: `${status} ${diagnostic}` };
   const { code } = parseReply(r.diagnostic);
-  if (r.action === 'failed' && status.startsWith('5')) {
+  if (status.startsWith('5')) {
     const c = classify({ code: code ?? 550, enhancedCode: status, response: diagnostic });
-    return { type: c.type, category: c.category, suppress: c.suppress, code, enhancedCode: status, diagnostic, final: true };
+    return { kind: 'bounce', bounce: { type: c.type, category: c.category, suppress: c.suppress, code, enhancedCode: status, diagnostic } };
   }
   const category = /^4\.4\.7$/.test(status) ? 'expired' : 'other';
-  return { type: 'soft', category, suppress: false, code, enhancedCode: status, diagnostic, final: r.action === 'failed' };
+  return { kind: 'bounce', bounce: { type: 'soft', category, suppress: false, code, enhancedCode: status, diagnostic } };
 }
 
 /** The messages named by VERP: the envelope recipients first, else the returned Return-Path. */
@@ -51,47 +61,50 @@ function blockFor(blocks: DsnRecipient[], to: string): DsnRecipient | undefined 
   return blocks.find((b) => b.addresses.includes(lower)) ?? (blocks.length === 1 ? blocks[0] : undefined);
 }
 
-async function byHeader(deps: AppDeps, original: OriginalRef, recipient: string | null): Promise<ReportedMessage | string> {
-  if (!original.messageId) return 'no VERP address and no Message-ID to match';
-  const found = await messagesByHeader(deps, original.messageId, recipient);
-  if (found.length === 1) return found[0];
-  return found.length ? `Message-ID <${original.messageId}> matches ${found.length} messages; no recipient to pick one` : `no message with Message-ID <${original.messageId}>`;
+const outcomeText = (result: string): string => (result === 'recorded' ? 'recorded' : `ignored (${result})`);
+
+async function applyDsn(deps: AppDeps, message: ReportedMessage, outcome: NonNullable<DsnOutcome>): Promise<string> {
+  if (outcome.kind === 'delay') return `${message.id}: ${outcomeText(await recordDelayNotice(deps, message, outcome.diagnostic))} delay notice (not a bounce)`;
+  const { bounce } = outcome;
+  return `${message.id}: ${outcomeText(await recordAsyncBounce(deps, message, bounce))} ${bounce.type} bounce ${bounce.enhancedCode}`;
 }
 
-async function applyBounce(deps: AppDeps, message: ReportedMessage, bounce: AsyncBounce): Promise<string> {
-  const result = await recordAsyncBounce(deps, message, bounce);
-  const what = `${bounce.final ? '' : 'delayed '}${bounce.type} bounce ${bounce.enhancedCode}`;
-  return `${message.id}: ${result === 'recorded' ? 'recorded' : `ignored (${result})`} ${what}`;
+/** The copy a VERP token names, or why it cannot be acted on. */
+async function namedCopy(deps: AppDeps, id: string): Promise<ReportedMessage | string> {
+  const message = await messageById(deps, id);
+  if (!message) return `${id} does not exist`;
+  if (message.mode !== 'live') return `${id} is a sandbox message, which never left the machine`;
+  return message;
 }
 
-/** DSNs are matched by VERP only: the token is what proves the bounce is about a message we sent. */
+/** A report that names no copy by VERP, e.g. one matchable only by a Message-ID anyone can quote. */
+function unnamed(what: string, original: OriginalRef): string[] {
+  const hint = original.messageId ? ` (Message-ID <${original.messageId.slice(0, 200)}> alone does not identify a copy)` : '';
+  return [`dropped: ${what} names no message of ours by a valid VERP address${hint}`];
+}
+
 async function handleDsn(deps: AppDeps, classify: Classify, report: Extract<Report, { kind: 'dsn' }>, ids: string[]): Promise<string[]> {
-  if (!ids.length) return ['dropped: delivery status notification names no message of ours (no valid VERP address)'];
+  if (!ids.length) return unnamed('delivery status notification', report.original);
   const results: string[] = [];
   for (const id of ids) {
-    const message = await messageById(deps, id);
-    const block = message && blockFor(report.recipients, message.toEmail);
-    const bounce = block && classifyDsn(classify, block);
-    if (!message) results.push(`dropped: ${id} does not exist`);
-    else if (!bounce) results.push(`dropped: ${id}: no failure reported for ${message.toEmail}`);
-    else results.push(await applyBounce(deps, message, bounce));
+    const message = await namedCopy(deps, id);
+    const block = typeof message === 'string' ? undefined : blockFor(report.recipients, message.toEmail);
+    const outcome = block && classifyDsn(classify, block);
+    if (typeof message === 'string') results.push(`dropped: ${message}`);
+    else if (!outcome) results.push(`dropped: ${id}: no failure or delay reported for ${message.toEmail}`);
+    else results.push(await applyDsn(deps, message, outcome));
   }
   return results;
 }
 
 async function handleArf(deps: AppDeps, report: Extract<Report, { kind: 'arf' }>, ids: string[]): Promise<string[]> {
   if (report.feedbackType === 'not-spam') return ['dropped: feedback type not-spam is not a complaint'];
-  const messages: Array<ReportedMessage | string> = ids.length
-    ? await Promise.all(ids.map(async (id) => (await messageById(deps, id)) ?? `${id} does not exist`))
-    : [await byHeader(deps, report.original, report.originalRcptTo)];
+  if (!ids.length) return unnamed('feedback report', report.original);
   const results: string[] = [];
-  for (const m of messages) {
-    if (typeof m === 'string') {
-      results.push(`dropped: ${m}`);
-      continue;
-    }
-    const result = await recordComplaint(deps, m, report.feedbackType);
-    results.push(`${m.id}: ${result === 'recorded' ? 'recorded' : `ignored (${result})`} complaint (${report.feedbackType})`);
+  for (const id of ids) {
+    const message = await namedCopy(deps, id);
+    if (typeof message === 'string') results.push(`dropped: ${message}`);
+    else results.push(`${id}: ${outcomeText(await recordComplaint(deps, message, report.feedbackType))} complaint (${report.feedbackType})`);
   }
   return results;
 }

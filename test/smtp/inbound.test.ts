@@ -77,27 +77,30 @@ describe('inbound bounces and complaints', () => {
     assert.equal((await eventsOf(world.app, alice.id)).filter((e) => e.type === 'message.bounced').length, 1);
   });
 
-  test('a Gmail delay notice is a soft bounce that changes nothing else; its failure notice is a hard bounce', async () => {
+  test('a Gmail delay notice is no bounce: no event, status and suppressions unchanged, noted in last_response; its failure notice is a hard bounce', async () => {
     const bob = delivered.get('bob@dest.test')!;
-    await report(bob.verp, gmailDsn({ verp: bob.verp, rcpt: 'bob@dest.test', original: bob.raw, delayed: true }));
-    let events = (await eventsOf(world.app, bob.id)).filter((e) => e.type === 'message.bounced');
-    assert.deepEqual(events.map((e) => [e.data.type, e.data.enhanced_code]), [['soft', '4.4.1']]);
-    assert.equal(await status(bob.id), 'delivered');
+    const info = await report(bob.verp, gmailDsn({ verp: bob.verp, rcpt: 'bob@dest.test', original: bob.raw, delayed: true }));
+    assert.match(info.response, /^250 /);
+    assert.deepEqual((await eventsOf(world.app, bob.id)).filter((e) => e.type === 'message.bounced'), []);
+    const row = await world.app.db('messages').where({ id: bob.id }).first();
+    assert.equal(row.status, 'delivered');
+    assert.match(row.last_response, /^Delayed further on: 4\.4\.1 421 4\.4\.1 Connection timed out/);
     assert.equal(await getSuppression(world.app.db, world.app.accountId, 'bob@dest.test'), undefined);
 
     await report(bob.verp, gmailDsn({ verp: bob.verp, rcpt: 'bob@dest.test', original: bob.raw }));
-    events = (await eventsOf(world.app, bob.id)).filter((e) => e.type === 'message.bounced');
-    assert.deepEqual(events.map((e) => [e.data.type, e.data.enhanced_code, e.data.code]), [['soft', '4.4.1', 421], ['hard', '5.1.1', 550]]);
-    assert.match(String(events[1].data.diagnostic), /The email account that you tried to reach does not exist/);
+    const events = (await eventsOf(world.app, bob.id)).filter((e) => e.type === 'message.bounced');
+    assert.deepEqual(events.map((e) => [e.data.type, e.data.enhanced_code, e.data.code]), [['hard', '5.1.1', 550]]);
+    assert.match(String(events[0].data.diagnostic), /The email account that you tried to reach does not exist/);
     assert.equal(await status(bob.id), 'bounced');
     assert.equal((await getSuppression(world.app.db, world.app.accountId, 'bob@dest.test'))?.reason, 'hard_bounce');
   });
 
-  test('an ARF report to the feedback address, matched by Message-ID and recipient → message.complained and suppression', async () => {
+  test('an ARF report to the feedback address whose returned original carries the copy\'s VERP Return-Path → message.complained and suppression of that copy only', async () => {
     const carol = delivered.get('carol@dest.test')!;
     const dan = delivered.get('dan@dest.test')!;
     assert.equal(carol.raw.match(/^Message-ID: (.*)$/im)?.[1], dan.raw.match(/^Message-ID: (.*)$/im)?.[1], 'copies of one send share the Message-ID');
-    await report(FBL, arfReport({ to: FBL, rcpt: 'carol@dest.test', original: carol.raw }));
+    const original = `Return-Path: <${carol.verp}>\r\n${carol.raw}`;
+    await report(FBL, arfReport({ to: FBL, rcpt: 'redacted@fbl.mailbox.test', original }));
     const complained = (await eventsOf(world.app, carol.id)).filter((e) => e.type === 'message.complained');
     assert.equal(complained.length, 1);
     assert.equal(complained[0].data.feedback_type, 'abuse');
@@ -106,10 +109,9 @@ describe('inbound bounces and complaints', () => {
     assert.equal(await status(carol.id), 'delivered');
   });
 
-  test('an ARF report naming a VERP return-path complains about that message', async () => {
+  test('an ARF report sent to a VERP address complains about that message', async () => {
     const dan = delivered.get('dan@dest.test')!;
-    const original = `Return-Path: <${dan.verp}>\r\n${dan.raw}`;
-    await report(FBL, arfReport({ to: FBL, rcpt: 'redacted@fbl.mailbox.test', original }));
+    await report(dan.verp, arfReport({ to: dan.verp, rcpt: 'dan@dest.test', original: dan.raw }));
     assert.equal((await eventsOf(world.app, dan.id)).filter((e) => e.type === 'message.complained').length, 1);
     assert.equal((await getSuppression(world.app.db, world.app.accountId, 'dan@dest.test'))?.reason, 'complaint');
   });
@@ -131,7 +133,7 @@ describe('inbound bounces and complaints', () => {
     assert.equal(r.code, 550);
   });
 
-  test('garbage and reports that match nothing are accepted and dropped with a log line, and the listener keeps working', async () => {
+  test('garbage and reports that match nothing are accepted and dropped with a warning, and the listener keeps working', async () => {
     const before = await eventCount();
     const dan = delivered.get('dan@dest.test')!;
     const forgedReturnPath = postfixDsn({ verp: dan.verp.replace(/-[0-9a-f]{16}@/, '-ffffffffffffffff@'), rcpt: 'dan@dest.test', original: dan.raw });
@@ -148,8 +150,13 @@ describe('inbound bounces and complaints', () => {
       const info = await report(FBL, raw);
       assert.match(info.response, /^250 /);
     }
-    const dropped = world.app.logs.slice(logsBefore).filter((l) => l.includes('inbound: report processed') && l.includes('dropped'));
-    assert.equal(dropped.length, garbage.length, dropped.join('\n'));
+    const dropped = world.app.logs.slice(logsBefore).map((l) => JSON.parse(l)).filter((l) => l.msg === 'inbound: report processed');
+    assert.equal(dropped.length, garbage.length);
+    for (const line of dropped) {
+      assert.equal(line.level, 40, 'logged as a warning');
+      assert.equal(line.remoteAddress, '127.0.0.1');
+      assert.match(line.results[0], /^dropped: /);
+    }
     assert.equal(await eventCount(), before);
     const info = await report(dan.verp, postfixDsn({ verp: dan.verp, rcpt: 'dan@dest.test', original: dan.raw, status: '4.4.7', diagnostic: '450 4.4.7 gave up' }));
     assert.match(info.response, /^250 /, 'still answering after the garbage');

@@ -5,7 +5,7 @@ import { LineChecker } from '../../src/smtp/data-reader';
 import { decodeEncodedWords, splitMessage } from '../../src/smtp/headers';
 import { parseContentType } from '../../src/smtp/mime-tree';
 import { queuedReply } from '../../src/smtp/replies';
-import { parseReport } from '../../src/smtp/reports';
+import { PARSE_PREFIX_BYTES, parseReport } from '../../src/smtp/reports';
 import { classifyDsn } from '../../src/smtp/report-handler';
 import { createClassifier } from '../../src/delivery/classify';
 
@@ -71,6 +71,19 @@ test('a quoted-printable delivery status with LF line ends still parses', () => 
   assert.deepEqual(report.recipients[0], {
     addresses: ['ann@example.org'], action: 'failed', status: '5.2.2', diagnostic: '552 5.2.2 Mailbox full = over quota', remoteMta: null,
   });
-  const bounce = classifyDsn(createClassifier(''), report.recipients[0]);
-  assert.deepEqual(bounce && [bounce.type, bounce.category, bounce.suppress, bounce.final], ['soft', 'mailbox_full', false, true], 'the MTA\'s bounce rules apply');
+  const outcome = classifyDsn(createClassifier(''), report.recipients[0]);
+  assert.equal(outcome?.kind, 'bounce');
+  if (outcome?.kind !== 'bounce') return;
+  assert.deepEqual([outcome.bounce.type, outcome.bounce.category, outcome.bounce.suppress], ['soft', 'mailbox_full', false], 'the MTA\'s bounce rules apply');
+});
+
+test('a 1 MiB report of 30 000 crafted DSN recipient blocks is read only as far as its first 128 KiB', () => {
+  const blocks = Array.from({ length: 30_000 }, (_, i) => `Final-Recipient: rfc822; r${i}@example.org\r\nAction: failed\r\n`).join('\r\n');
+  const raw = Buffer.from(`Content-Type: multipart/report; report-type=delivery-status; boundary=zz\r\n\r\n--zz\r\nContent-Type: message/delivery-status\r\n\r\n\r\n${blocks}--zz--\r\n`);
+  assert.ok(raw.length > 1024 * 1024);
+  const report = parseReport(raw);
+  assert.equal(report.kind, 'dsn');
+  if (report.kind !== 'dsn') return;
+  assert.ok(report.recipients.length < PARSE_PREFIX_BYTES / 40, `${report.recipients.length} blocks read`);
+  assert.deepEqual(report.recipients[0].addresses, ['r1@example.org'], 'the first group is the per-message one');
 });

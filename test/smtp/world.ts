@@ -26,7 +26,8 @@ export interface RelayWorld {
   stop(): Promise<void>;
 }
 
-export async function startRelayWorld(extra: { feedbackAddress?: string } = {}): Promise<RelayWorld> {
+/** `inbound` overrides other smtp.inbound settings (e.g. a higher report rate for replay tests). */
+export async function startRelayWorld(extra: { feedbackAddress?: string; inbound?: Record<string, number> } = {}): Promise<RelayWorld> {
   const dns = await startDnsServer();
   const sink = await startSmtpSink({ host: '127.0.0.1' });
   const clock = new FakeClock(Date.UTC(2026, 0, 5, 9, 0, 0));
@@ -34,7 +35,7 @@ export async function startRelayWorld(extra: { feedbackAddress?: string } = {}):
     dns: { servers: [dns.address], timeoutMs: 500 },
     delivery: { port: sink.port, connectTimeoutMs: 2000, greetingTimeoutMs: 2000, commandTimeoutMs: 2000, dataTimeoutMs: 2000 },
     ips: [{ address: '127.0.0.1', hostname: 'out1.pigeon.test' }],
-    smtp: { inbound: { feedbackAddress: extra.feedbackAddress ?? '' } },
+    smtp: { inbound: { feedbackAddress: extra.feedbackAddress ?? '', ...extra.inbound } },
   }, clock as Clock);
   const mta = app.workers.find((w) => w.name === 'delivery') as Mta;
   const key = publishDkimKey(dns, SENDER_DOMAIN);
