@@ -10,7 +10,7 @@ import { iso } from '../src/clock';
 import { newId } from '../src/ids';
 import { messageEventData, recordEvent } from '../src/events/record';
 import { dueCandidates } from '../src/webhooks/deliveries';
-import { startTestApp, TestApp } from '../test/support/app';
+import { liveApi, startTestApp, TestApp } from '../test/support/app';
 import { startWebhookReceiver } from '../test/support/webhook-receiver';
 
 async function record(app: TestApp, accountId: string, count: number, perTx = 100): Promise<void> {
@@ -51,7 +51,8 @@ async function drainRate(n: number, concurrency: number): Promise<{ perSecond: n
   const receiver = await startWebhookReceiver();
   try {
     return await withApp({ webhooks: { concurrency, perWebhookConcurrency: concurrency } }, async (app, accountId) => {
-      await app.api.post('/v1/webhooks', { url: receiver.url, events: ['*'] });
+      // A live key's webhook: it receives the live events recorded above (a sandbox key's would get none).
+      await (await liveApi(app, ['webhooks:manage'])).post('/v1/webhooks', { url: receiver.url, events: ['*'] });
       const t = performance.now();
       await record(app, accountId, n);
       await receiver.waitFor(n, 120_000);

@@ -14,6 +14,7 @@ import { migrateCommand } from './cli/migrate';
 import { doctorCommand } from './cli/doctor';
 import { domainsCommand } from './cli/domains';
 import { analyticsCommand } from './cli/analytics';
+import { settingsCommand } from './cli/settings';
 
 const COMMANDS: Record<string, { run: (ctx: CliContext) => Promise<void>; help: string }> = {
   serve: { run: serveCommand, help: 'serve                         run the appliance' },
@@ -27,6 +28,7 @@ const COMMANDS: Record<string, { run: (ctx: CliContext) => Promise<void>; help: 
     run: domainsCommand,
     help: 'domains add NAME [--account NAME] [--algorithm rsa|ed25519]\n  domains list|show|verify|rotate|delete NAME [--account NAME] [--json]',
   },
+  settings: { run: settingsCommand, help: 'settings reset-allowlist [--account NAME]  clear an account\'s IP allowlist (when it locked every key out)' },
   doctor: { run: doctorCommand, help: 'doctor                        check DNS, PTR, ports and TLS, and say what to fix' },
   analytics: { run: analyticsCommand, help: 'analytics rebuild [--account NAME]  recompute analytics rollups from the events' },
   config: { run: configCommand, help: 'config defaults|docs|check|write-docs  print defaults, the settings table, validate, or regenerate the docs' },

@@ -176,7 +176,7 @@ export const configSchema = z.strictObject({
     templateNestingDepth: z.number().int().min(1).max(200).default(24)
       .describe('Deepest nesting of template blocks ({{#if}}, {{#each}}, {{#with}} …), checked before compiling (422).'),
     keysPerAccount: z.number().int().positive().default(100).describe('Active API keys one account may have.'),
-    webhooksPerAccount: z.number().int().positive().default(20).describe('Webhooks one account may have.'),
+    webhooksPerAccount: z.number().int().positive().default(20).describe('Webhooks one account may have in each mode (live keys\' and sandbox keys\' are counted apart).'),
     templatesPerAccount: z.number().int().positive().default(500).describe('Stored templates one account may have.'),
     domainsPerAccount: z.number().int().positive().default(100).describe('Sending domains one account may have.'),
   }).prefault({}).describe('Sending limits and per-account caps.'),

@@ -114,6 +114,12 @@ export async function listKeys(db: Queryable, accountId: string | undefined, lim
   return { items: rows.map(toKey), total: Number(total?.n ?? 0) };
 }
 
+/** Keys not revoked (the limits.keysPerAccount cap counts these). */
+export async function countActiveKeys(db: Queryable, accountId: string): Promise<number> {
+  const row = await db('api_keys').where({ account_id: accountId }).whereNull('revoked_at').count({ n: '*' }).first();
+  return Number(row?.n ?? 0);
+}
+
 export async function revokeKey(db: Queryable, id: string, now: number, accountId?: string): Promise<ApiKey | undefined> {
   const where = accountId ? { id, account_id: accountId } : { id };
   await db('api_keys').where(where).whereNull('revoked_at').update({ revoked_at: now });

@@ -1,14 +1,18 @@
-/** Routes of the auth module: API keys, the account, and security settings. */
+/**
+ * Routes of the auth module: API keys, the account, and security settings.
+ * Key management and security-settings writes are live-only: a sandbox key
+ * could otherwise revoke live keys, fill the key cap, or set an allowlist that
+ * locks live keys out. Reading the account and the settings stays open to both.
+ */
 import { z } from 'zod';
 import type { AppDeps } from '../deps';
 import type { ApiRouter } from '../http/api';
 import { ApiError, notFound, unprocessable } from '../http/errors';
-
-const forbidden = (code: string, message: string, param: string) => new ApiError(403, 'permission_error', code, message, param);
 import { pageSchema, paginationQuery, toPage } from '../http/pagination';
 import { iso } from '../clock';
 import { getAccount } from './accounts';
-import { createKey, getKey, listKeys, revokeKey, ApiKey } from './keys';
+import { countActiveKeys, createKey, getKey, listKeys, revokeKey, ApiKey } from './keys';
+import { checkCap } from './limits';
 import { parseAllowlist } from './allowlist';
 import { SCOPES } from './scopes';
 import { monthOf, usageFor } from './usage';
@@ -43,35 +47,37 @@ const createKeyBody = z.strictObject({
   scopes: z.array(z.enum(SCOPES)).min(1).describe('Scopes granted to the key.'),
 });
 
+const forbidden = (code: string, message: string, param: string) => new ApiError(403, 'permission_error', code, message, param);
+const LIVE_ONLY = 'Needs a live key (403 live_key_required for a sandbox key).';
+
 const securityBody = z.strictObject({
   allowed_ips: z.array(z.string().max(64)).max(1000).describe('IPv4/IPv6 addresses and CIDR ranges. Empty allows every address.'),
 });
 const securitySchema = z.object({ allowed_ips: z.array(z.string()), updated_at: z.string().nullable() });
 
 export function registerAuthRoutes(api: ApiRouter, deps: AppDeps): void {
-  const { db, clock, settings } = deps;
+  const { db, clock, settings, config } = deps;
 
   api.add({
-    method: 'post', path: '/v1/api-keys', scope: 'account:manage', tag: 'Account', extension: true,
+    method: 'post', path: '/v1/api-keys', scope: 'account:manage', tag: 'Account', extension: true, liveOnly: true,
     summary: 'Create an API key',
-    description: 'The key is returned once, in `key`; only its hash is stored.',
+    description: `The key is returned once, in \`key\`; only its hash is stored. ${LIVE_ONLY} ` +
+      'A key cannot grant scopes it lacks (403 scope_not_allowed). 409 limit_reached beyond limits.keysPerAccount active keys.',
     body: createKeyBody,
     responses: { 201: { description: 'Created', schema: keySchema.extend({ key: z.string() }) } },
     async handler({ body, caller }) {
-      // A key can only hand out what it has: a sandbox key cannot mint a billable live key, nor grant more scopes.
-      if (body.mode === 'live' && caller.mode !== 'live') {
-        throw forbidden('mode_not_allowed', 'a test key cannot create live keys; use a live key or `pigeon keys create --mode live`', 'mode');
-      }
+      // A key can only hand out what it has: no more scopes than its own.
       const extra = body.scopes.filter((s) => !caller.scopes.includes(s));
       if (extra.length) throw forbidden('scope_not_allowed', `this key cannot grant scopes it lacks: ${extra.join(', ')}`, 'scopes');
+      checkCap(await countActiveKeys(db, caller.accountId), config.limits.keysPerAccount, 'active API keys', 'keysPerAccount');
       const { key, secret } = await createKey(db, { accountId: caller.accountId, ...body }, clock.now());
       return { status: 201, body: { ...shapeKey(key), key: secret } };
     },
   });
 
   api.add({
-    method: 'get', path: '/v1/api-keys', scope: 'account:manage', tag: 'Account', extension: true,
-    summary: 'List API keys', query: z.object(paginationQuery),
+    method: 'get', path: '/v1/api-keys', scope: 'account:manage', tag: 'Account', extension: true, liveOnly: true,
+    summary: 'List API keys', description: LIVE_ONLY, query: z.object(paginationQuery),
     responses: { 200: { description: 'A page of keys', schema: pageSchema(keySchema) } },
     async handler({ query, caller }) {
       const page = await listKeys(db, caller.accountId, query.limit + 1, query.cursor);
@@ -80,8 +86,8 @@ export function registerAuthRoutes(api: ApiRouter, deps: AppDeps): void {
   });
 
   api.add({
-    method: 'delete', path: '/v1/api-keys/{id}', scope: 'account:manage', tag: 'Account', extension: true,
-    summary: 'Revoke an API key', params: z.object({ id: z.string().max(64) }),
+    method: 'delete', path: '/v1/api-keys/{id}', scope: 'account:manage', tag: 'Account', extension: true, liveOnly: true,
+    summary: 'Revoke an API key', description: LIVE_ONLY, params: z.object({ id: z.string().max(64) }),
     responses: { 200: { description: 'The revoked key', schema: keySchema } },
     async handler({ params, caller }) {
       if (!(await getKey(db, caller.accountId, params.id))) throw notFound('API key', 'id');
@@ -120,9 +126,10 @@ export function registerAuthRoutes(api: ApiRouter, deps: AppDeps): void {
   });
 
   api.add({
-    method: 'put', path: '/v1/settings/security', scope: 'account:manage', tag: 'Settings',
+    method: 'put', path: '/v1/settings/security', scope: 'account:manage', tag: 'Settings', liveOnly: true,
     summary: 'Set security settings',
-    description: 'Replaces the IP allowlist. With a non-empty list, API requests and SMTP submissions from other addresses get 403 ip_not_allowed.',
+    description: 'Replaces the IP allowlist. With a non-empty list, API requests and SMTP submissions from other addresses get 403 ip_not_allowed. ' +
+      `${LIVE_ONLY} An operator clears a list that locked every key out with \`pigeon settings reset-allowlist --account NAME\`.`,
     body: securityBody,
     responses: { 200: { description: 'Saved settings', schema: securitySchema } },
     async handler({ body, caller }) {

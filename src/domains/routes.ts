@@ -1,4 +1,10 @@
-/** Routes of the domains module: parse → service → shape. */
+/**
+ * Routes of the domains module: parse → service → shape. Domains are shared by
+ * both modes. A sandbox key may add, list, read and verify them (an unverified
+ * domain sends no live mail, and verify only looks DNS up as the re-check
+ * worker does); deleting a domain (which cancels its live mail) and rotating
+ * its DKIM key (which changes how live mail is signed) need a live key.
+ */
 import { z } from 'zod';
 import type { AppDeps } from '../deps';
 import type { ApiRouter } from '../http/api';
@@ -32,11 +38,13 @@ export function registerDomainRoutes(api: ApiRouter, deps: AppDeps): void {
   api.add({
     method: 'post', path: '/v1/domains', scope: 'domains:manage', tag,
     summary: 'Add a sending domain',
-    description: 'Validates the name, creates a DKIM key pair and returns the DNS records to publish. 422 invalid_domain, 409 domain_exists.',
+    description: 'Validates the name, creates a DKIM key pair and returns the DNS records to publish. 422 invalid_domain, 409 domain_exists, ' +
+      '409 limit_reached beyond limits.domainsPerAccount domains.',
     body: createBody,
     responses: { 201: { description: 'The new domain with its DNS records', schema: domainSchema } },
     async handler({ body, caller }) {
-      const added = await addDomain(ctx, caller.accountId, { name: body.name, dkimAlgorithm: body.dkim_algorithm });
+      const input = { name: body.name, dkimAlgorithm: body.dkim_algorithm, maxDomains: deps.config.limits.domainsPerAccount };
+      const added = await addDomain(ctx, caller.accountId, input);
       return { status: 201, body: shape(added) };
     },
   });
@@ -73,9 +81,10 @@ export function registerDomainRoutes(api: ApiRouter, deps: AppDeps): void {
   });
 
   api.add({
-    method: 'post', path: '/v1/domains/{domain}/dkim/rotate', scope: 'domains:manage', tag, extension: true,
+    method: 'post', path: '/v1/domains/{domain}/dkim/rotate', scope: 'domains:manage', tag, extension: true, liveOnly: true,
     summary: 'Start a DKIM key rotation',
-    description: 'Adds a pending key with a new selector (same algorithm). It signs only after its record verifies; publish it, then verify. 409 rotation_pending if one is waiting.',
+    description: 'Adds a pending key with a new selector (same algorithm). It signs only after its record verifies; publish it, then verify. ' +
+      '409 rotation_pending if one is waiting. Needs a live key (403 live_key_required).',
     params: domainParam,
     responses: { 200: { description: 'The domain, with the pending DKIM record', schema: domainSchema } },
     async handler({ params, caller }) {
@@ -84,9 +93,10 @@ export function registerDomainRoutes(api: ApiRouter, deps: AppDeps): void {
   });
 
   api.add({
-    method: 'delete', path: '/v1/domains/{domain}', scope: 'domains:manage', tag,
+    method: 'delete', path: '/v1/domains/{domain}', scope: 'domains:manage', tag, liveOnly: true,
     summary: 'Delete a domain',
-    description: 'Removes the domain and its keys; its scheduled, queued and deferred messages are cancelled. Sent history stays.',
+    description: 'Removes the domain and its keys; its scheduled, queued and deferred messages are cancelled. Sent history stays. ' +
+      'Needs a live key (403 live_key_required).',
     params: domainParam,
     responses: { 200: { description: 'Deleted', schema: deletedSchema } },
     async handler({ params, caller }) {

@@ -18,6 +18,7 @@ import {
   type Domain, type DomainKey, type StoredCheck,
 } from './repository';
 import { recordDomainEvent, verifyDomain } from './verify';
+import { checkCap } from '../auth/limits';
 
 export interface DomainsContext {
   db: Db;
@@ -54,11 +55,22 @@ async function requireDomain(ctx: DomainsContext, accountId: string, name: strin
   return domain;
 }
 
-export async function addDomain(ctx: DomainsContext, accountId: string, input: { name: string; dkimAlgorithm?: DkimAlgorithm }): Promise<DomainBundle> {
+export interface NewDomainInput {
+  name: string;
+  dkimAlgorithm?: DkimAlgorithm;
+  /** limits.domainsPerAccount for API callers; the operator's CLI passes none. */
+  maxDomains?: number;
+}
+
+export async function addDomain(ctx: DomainsContext, accountId: string, input: NewDomainInput): Promise<DomainBundle> {
   const parsed = normalizeDomainName(input.name);
   if (!parsed.ok) throw unprocessable('invalid_domain', `name ${parsed.reason}`, 'name');
   const exists = () => conflict('domain_exists', `the account already has the domain ${parsed.name}`, 'name');
   if (await findDomain(ctx.db, accountId, parsed.name)) throw exists();
+  // Before the key is generated: an RSA key costs CPU the cap is there to bound.
+  if (input.maxDomains !== undefined) {
+    checkCap((await pageDomains(ctx.db, accountId, 0)).total, input.maxDomains, 'sending domains', 'domainsPerAccount');
+  }
   const generated = await generateDkimKey(input.dkimAlgorithm ?? 'rsa');
   const now = ctx.clock.now();
   const keyId = newId('dk');

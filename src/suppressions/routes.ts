@@ -1,7 +1,8 @@
 /**
  * Routes of the suppression list (scope suppressions:manage, a Pigeon
  * extension; the upload endpoint is SPEC.md's). The list is per account and
- * shared by both modes.
+ * shared by both modes, and it decides which live mail leaves: adding or
+ * removing an address needs a live key. Reading the list is open to both.
  */
 import fs from 'node:fs';
 import { z } from 'zod';
@@ -115,8 +116,8 @@ export function registerSuppressionRoutes(api: ApiRouter, deps: AppDeps): void {
   });
 
   api.add({
-    method: 'delete', path: '/v1/suppressions/{email}', scope: 'suppressions:manage', tag: 'Suppressions', extension: true,
-    summary: 'Remove an address from the list', params: emailParam,
+    method: 'delete', path: '/v1/suppressions/{email}', scope: 'suppressions:manage', tag: 'Suppressions', extension: true, liveOnly: true,
+    summary: 'Remove an address from the list', description: 'Needs a live key (403 live_key_required).', params: emailParam,
     responses: { 200: { description: 'The removed suppression', schema: suppressionSchema }, 404: { description: 'Not on the list' } },
     async handler({ params, caller }) {
       const removed = await deleteSuppression(db, caller.accountId, params.email);
@@ -126,9 +127,10 @@ export function registerSuppressionRoutes(api: ApiRouter, deps: AppDeps): void {
   });
 
   api.add({
-    method: 'post', path: '/v1/suppressions', scope: 'suppressions:manage', tag: 'Suppressions', extension: true,
+    method: 'post', path: '/v1/suppressions', scope: 'suppressions:manage', tag: 'Suppressions', extension: true, liveOnly: true,
     summary: 'Add one or a few addresses',
-    description: 'All or nothing: one invalid address refuses the whole request (422 naming it). Addresses already on the list are left as they are.',
+    description: 'All or nothing: one invalid address refuses the whole request (422 naming it). Addresses already on the list are left as they are. ' +
+      'Needs a live key (403 live_key_required).',
     body: z.strictObject({
       suppressions: z.array(z.strictObject({
         email: z.string().max(320),

@@ -14,7 +14,7 @@ export interface Job {
   body: string;
 }
 
-const WEBHOOK_COLUMNS = ['id', 'account_id', 'url', 'events', 'enabled', 'secret', 'previous_secret', 'previous_secret_expires_at', 'created_at', 'updated_at'];
+const WEBHOOK_COLUMNS = ['id', 'account_id', 'mode', 'url', 'events', 'enabled', 'secret', 'previous_secret', 'previous_secret_expires_at', 'created_at', 'updated_at'];
 const EVENT_COLUMNS = ['id', 'account_id', 'mode', 'type', 'message_id', 'data', 'created_at'];
 
 function unprefix<T>(row: Record<string, unknown>, prefix: string, columns: string[]): T {

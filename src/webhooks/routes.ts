@@ -1,4 +1,8 @@
-/** Routes of the webhooks module: parse → service → shape. All need `webhooks:manage`. */
+/**
+ * Routes of the webhooks module: parse → service → shape. All need `webhooks:manage`.
+ * A webhook takes the mode of the key that creates it and receives only that
+ * mode's events; keys see only webhooks of their own mode (the caller is the owner).
+ */
 import { z } from 'zod';
 import type { AppDeps } from '../deps';
 import type { ApiRouter } from '../http/api';
@@ -21,6 +25,8 @@ const secret = z.string().min(16, 'secret must be at least 16 characters').max(2
 const webhookSchema = z.object({
   id: z.string().describe('Webhook identifier, prefix `wh_`.'),
   url: z.string(),
+  mode: z.enum(['test', 'live']).describe('Pigeon extension. The mode of the key that created the webhook: it receives only ' +
+    'events of that mode (test: sandbox events, live: live events), and only keys of that mode can see or change it.'),
   events: z.array(z.string()),
   enabled: z.boolean().describe('Disabled webhooks get no new deliveries; pending ones wait until re-enabled.'),
   created_at: z.string(),
@@ -33,6 +39,7 @@ const withSecret = webhookSchema.extend({ secret: z.string().describe('The signi
 const shapeWebhook = (w: Webhook, now: number): z.infer<typeof webhookSchema> => ({
   id: w.id,
   url: w.url,
+  mode: w.mode,
   events: w.events,
   enabled: w.enabled,
   created_at: iso(w.createdAt) as string,
@@ -98,20 +105,22 @@ export function registerWebhookRoutes(api: ApiRouter, deps: AppDeps): void {
 
   api.add({
     ...base, method: 'post', path: '/v1/webhooks', summary: 'Create a webhook',
-    description: 'The URL must be HTTPS and resolve to a public address. The response carries the signing secret, once.',
+    description: 'The URL must be HTTPS and resolve to a public address. The response carries the signing secret, once. ' +
+      'The webhook takes the mode of the calling key: a sandbox key\'s webhook receives sandbox events only, a live key\'s live events only. ' +
+      '409 limit_reached beyond limits.webhooksPerAccount webhooks per mode.',
     body: z.strictObject({ url, events, secret: secret.optional() }),
     responses: { 201: { description: 'Created', schema: withSecret } },
     async handler({ body, caller }) {
-      const { webhook, secret: s } = await createWebhook(deps, caller.accountId, body);
+      const { webhook, secret: s } = await createWebhook(deps, caller, body);
       return { status: 201, body: { ...shapeWebhook(webhook, clock.now()), secret: s } };
     },
   });
 
   api.add({
-    ...base, method: 'get', path: '/v1/webhooks', summary: 'List webhooks', query: z.object(paginationQuery),
+    ...base, method: 'get', path: '/v1/webhooks', summary: 'List webhooks', description: 'Only the webhooks of the calling key\'s mode.', query: z.object(paginationQuery),
     responses: { 200: { description: 'A page of webhooks', schema: pageSchema(webhookSchema) } },
     async handler({ query, caller }) {
-      const page = await listWebhooks(db, caller.accountId, query.limit + 1, query.cursor);
+      const page = await listWebhooks(db, caller, query.limit + 1, query.cursor);
       return { status: 200, body: toPage(page.items, query.limit, page.total, (w) => w.id, (w) => shapeWebhook(w, clock.now())) };
     },
   });
@@ -120,7 +129,7 @@ export function registerWebhookRoutes(api: ApiRouter, deps: AppDeps): void {
     ...base, method: 'get', path: '/v1/webhooks/{id}', summary: 'Get a webhook', extension: true, params: idParams,
     responses: { 200: { description: 'The webhook', schema: webhookSchema } },
     async handler({ params, caller }) {
-      return { status: 200, body: shapeWebhook(await requireWebhook(deps, caller.accountId, params.id), clock.now()) };
+      return { status: 200, body: shapeWebhook(await requireWebhook(deps, caller, params.id), clock.now()) };
     },
   });
 
@@ -137,7 +146,7 @@ export function registerWebhookRoutes(api: ApiRouter, deps: AppDeps): void {
     }),
     responses: { 200: { description: 'The changed webhook', schema: webhookSchema.extend({ secret: z.string().optional().describe('The new secret, after a rotation.') }) } },
     async handler({ params, body, caller }) {
-      const { webhook, secret: s } = await patchWebhook(deps, caller.accountId, params.id, body);
+      const { webhook, secret: s } = await patchWebhook(deps, caller, params.id, body);
       return { status: 200, body: { ...shapeWebhook(webhook, clock.now()), ...(s !== undefined ? { secret: s } : {}) } };
     },
   });
@@ -147,7 +156,7 @@ export function registerWebhookRoutes(api: ApiRouter, deps: AppDeps): void {
     description: 'Pending deliveries of the webhook are dropped with it.',
     responses: { 200: { description: 'Deleted', schema: z.object({ id: z.string(), deleted: z.literal(true) }) } },
     async handler({ params, caller }) {
-      await removeWebhook(deps, caller.accountId, params.id);
+      await removeWebhook(deps, caller, params.id);
       return { status: 200, body: { id: params.id, deleted: true } };
     },
   });
@@ -169,7 +178,7 @@ export function registerWebhookRoutes(api: ApiRouter, deps: AppDeps): void {
       },
     },
     async handler({ params, query, caller }) {
-      const r = await sendTestEvent(deps, caller.accountId, params.id, query.event);
+      const r = await sendTestEvent(deps, caller, params.id, query.event);
       const body = { success: r.success, status_code: r.statusCode, latency_ms: r.latencyMs, ...(r.error ? { error: r.error } : {}), event_id: r.eventId };
       return { status: 200, body };
     },
@@ -180,7 +189,7 @@ export function registerWebhookRoutes(api: ApiRouter, deps: AppDeps): void {
     query: z.object({ ...paginationQuery, status: z.enum(['pending', 'succeeded', 'failed']).optional().describe('Only deliveries in this state.') }),
     responses: { 200: { description: 'A page of deliveries, newest first, each with its attempts', schema: pageSchema(deliverySchema) } },
     async handler({ params, query, caller }) {
-      const webhook = await requireWebhook(deps, caller.accountId, params.id);
+      const webhook = await requireWebhook(deps, caller, params.id);
       const page = await listDeliveries(db, webhook.id, { status: query.status, limit: query.limit + 1, cursor: query.cursor });
       const logs = await attemptsOf(db, page.items.map((d) => d.id));
       return { status: 200, body: toPage(page.items, query.limit, page.total, (d) => d.id, (d) => shapeDelivery(d, logs.get(d.id) ?? [])) };
@@ -191,7 +200,7 @@ export function registerWebhookRoutes(api: ApiRouter, deps: AppDeps): void {
     ...base, method: 'get', path: '/v1/webhooks/{id}/deliveries/{delivery_id}', summary: 'Get a delivery', extension: true, params: deliveryParams,
     responses: { 200: { description: 'The delivery with its attempts', schema: deliverySchema } },
     async handler({ params, caller }) {
-      const delivery = await requireDelivery(deps, await requireWebhook(deps, caller.accountId, params.id), params.delivery_id);
+      const delivery = await requireDelivery(deps, await requireWebhook(deps, caller, params.id), params.delivery_id);
       const logs = await attemptsOf(db, [delivery.id]);
       return { status: 200, body: shapeDelivery(delivery, logs.get(delivery.id) ?? []) };
     },
@@ -202,7 +211,7 @@ export function registerWebhookRoutes(api: ApiRouter, deps: AppDeps): void {
     description: 'Queues the delivery for an attempt now, with a fresh cycle of the retry schedule. 409 while an attempt is in flight.',
     responses: { 202: { description: 'Queued', schema: deliverySchema } },
     async handler({ params, caller }) {
-      const delivery = await redeliver(deps, await requireWebhook(deps, caller.accountId, params.id), params.delivery_id);
+      const delivery = await redeliver(deps, await requireWebhook(deps, caller, params.id), params.delivery_id);
       const logs = await attemptsOf(db, [delivery.id]);
       return { status: 202, body: shapeDelivery(delivery, logs.get(delivery.id) ?? []) };
     },

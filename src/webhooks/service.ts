@@ -2,18 +2,24 @@
  * What the webhook routes do, between parsing and shaping: validate a target
  * (SSRF guard), manage secrets, send the synchronous test event, queue a
  * redelivery. Other modules need none of this; they only record events.
+ * Every function takes the WebhookOwner (account and mode of the calling key):
+ * a webhook of the other mode is a 404, as if it did not exist.
  */
 import type { AppDeps } from '../deps';
 import { iso } from '../clock';
 import { newId } from '../ids';
 import type { EventType } from '../events/schemas';
 import { conflict, notFound, unprocessable } from '../http/errors';
+import { checkCap } from '../auth/limits';
 import { attemptDelivery } from './attempt';
 import { getDelivery, requeue, Delivery } from './deliveries';
 import type { SendOutcome } from './sender';
 import { generateSecret } from './signature';
 import { checkTarget } from './ssrf';
-import { deleteWebhook, getSigningWebhook, getWebhook, insertWebhook, secretsKey, signingSecrets, updateWebhook, Webhook, WebhookChanges } from './store';
+import {
+  countWebhooks, deleteWebhook, getSigningWebhook, getWebhook, insertWebhook, secretsKey, signingSecrets, updateWebhook,
+  Webhook, WebhookChanges, WebhookOwner,
+} from './store';
 
 type Deps = Pick<AppDeps, 'config' | 'db' | 'clock' | 'signals'>;
 
@@ -32,15 +38,26 @@ async function validTargetUrl(deps: Deps, url: string): Promise<string> {
   return target.url.href;
 }
 
-export async function createWebhook(deps: Deps, accountId: string, input: { url: string; events: string[]; secret?: string }): Promise<{ webhook: Webhook; secret: string }> {
+/**
+ * The cap counts per mode: sandbox webhooks are invisible to live keys, so a
+ * sandbox key filling a shared cap would lock live keys out of creating theirs.
+ */
+async function checkWebhookCap(deps: Deps, owner: WebhookOwner): Promise<void> {
+  const what = `${owner.mode === 'live' ? 'live' : 'sandbox'} webhooks`;
+  checkCap(await countWebhooks(deps.db, owner), deps.config.limits.webhooksPerAccount, what, 'webhooksPerAccount');
+}
+
+export async function createWebhook(deps: Deps, owner: WebhookOwner, input: { url: string; events: string[]; secret?: string }): Promise<{ webhook: Webhook; secret: string }> {
+  await checkWebhookCap(deps, owner);
   const url = await validTargetUrl(deps, input.url);
   const secret = input.secret ?? generateSecret();
-  const webhook = await insertWebhook(deps.db, secretsKey(deps.config.dataDir), { accountId, url, events: normalizeEvents(input.events), secret }, deps.clock.now());
+  const row = { accountId: owner.accountId, mode: owner.mode, url, events: normalizeEvents(input.events), secret };
+  const webhook = await insertWebhook(deps.db, secretsKey(deps.config.dataDir), row, deps.clock.now());
   return { webhook, secret };
 }
 
-export async function requireWebhook(deps: Deps, accountId: string, id: string): Promise<Webhook> {
-  const webhook = await getWebhook(deps.db, accountId, id);
+export async function requireWebhook(deps: Deps, owner: WebhookOwner, id: string): Promise<Webhook> {
+  const webhook = await getWebhook(deps.db, owner, id);
   if (!webhook) throw notFound('webhook', 'id');
   return webhook;
 }
@@ -54,8 +71,8 @@ export interface WebhookPatch {
 }
 
 /** Returns the new secret too when it was rotated (shown once). */
-export async function patchWebhook(deps: Deps, accountId: string, id: string, patch: WebhookPatch): Promise<{ webhook: Webhook; secret?: string }> {
-  await requireWebhook(deps, accountId, id);
+export async function patchWebhook(deps: Deps, owner: WebhookOwner, id: string, patch: WebhookPatch): Promise<{ webhook: Webhook; secret?: string }> {
+  await requireWebhook(deps, owner, id);
   if (patch.secret !== undefined && patch.rotate_secret) {
     throw unprocessable('conflicting_fields', 'give either secret or rotate_secret, not both', 'secret');
   }
@@ -71,8 +88,8 @@ export async function patchWebhook(deps: Deps, accountId: string, id: string, pa
   return { webhook, ...(newSecret !== undefined ? { secret: newSecret } : {}) };
 }
 
-export async function removeWebhook(deps: Deps, accountId: string, id: string): Promise<void> {
-  if (!(await deleteWebhook(deps.db, accountId, id))) throw notFound('webhook', 'id');
+export async function removeWebhook(deps: Deps, owner: WebhookOwner, id: string): Promise<void> {
+  if (!(await deleteWebhook(deps.db, owner, id))) throw notFound('webhook', 'id');
 }
 
 export async function requireDelivery(deps: Deps, webhook: Webhook, deliveryId: string): Promise<Delivery> {
@@ -109,13 +126,17 @@ export function sampleData(type: EventType, now: number): Record<string, unknown
   return { ...base, ...details[type] };
 }
 
-/** Sends a signed test envelope (`"test": true`) now and reports how the receiver answered. */
-export async function sendTestEvent(deps: Deps, accountId: string, id: string, type: EventType): Promise<SendOutcome & { eventId: string }> {
-  const webhook = await getSigningWebhook(deps.db, secretsKey(deps.config.dataDir), accountId, id);
+/**
+ * Sends a signed test envelope (`"test": true`) now and reports how the receiver answered.
+ * A sandbox webhook's sample carries `"sandbox": true`, like the events it will receive.
+ */
+export async function sendTestEvent(deps: Deps, owner: WebhookOwner, id: string, type: EventType): Promise<SendOutcome & { eventId: string }> {
+  const webhook = await getSigningWebhook(deps.db, secretsKey(deps.config.dataDir), owner, id);
   if (!webhook) throw notFound('webhook', 'id');
   const now = deps.clock.now();
   const eventId = newId('evt');
-  const body = JSON.stringify({ id: eventId, event: type, timestamp: iso(now), data: sampleData(type, now), test: true });
+  const data = { ...sampleData(type, now), ...(webhook.mode === 'test' ? { sandbox: true } : {}) };
+  const body = JSON.stringify({ id: eventId, event: type, timestamp: iso(now), data, test: true });
   const outcome = await attemptDelivery(deps.config, { url: webhook.url, secrets: signingSecrets(webhook, now), eventId, body, attempt: 1, now });
   return { ...outcome, eventId };
 }

@@ -5,15 +5,27 @@
  * derived for this purpose from `<dataDir>/secret.key`), bound to the webhook's
  * id. Reading a webhook never opens them; only the two places that sign (the
  * dispatcher and the test endpoint) ask for a SigningWebhook.
+ *
+ * A webhook belongs to an account *and a mode* (that of the key that created
+ * it): it receives only that mode's events, and every lookup here is scoped by
+ * a WebhookOwner, so a key never reads or changes a webhook of the other mode.
  */
 import type { Queryable } from '../db';
 import { fromJson, toJson } from '../db';
 import { newId } from '../ids';
 import { deriveKey, loadOrCreateMasterKey, open, seal } from '../crypto/secret-box';
+import type { Mode } from '../auth/scopes';
+
+/** Whose webhooks: an account in one mode (an authenticated Caller is one). */
+export interface WebhookOwner {
+  accountId: string;
+  mode: Mode;
+}
 
 export interface Webhook {
   id: string;
   accountId: string;
+  mode: Mode;
   url: string;
   events: string[];
   enabled: boolean;
@@ -30,6 +42,7 @@ export interface SigningWebhook extends Webhook {
 export interface WebhookRow {
   id: string;
   account_id: string;
+  mode: string;
   url: string;
   events: string;
   enabled: number | boolean;
@@ -57,6 +70,7 @@ function toWebhook(r: WebhookRow): Webhook {
   return {
     id: r.id,
     accountId: r.account_id,
+    mode: r.mode as Mode,
     url: r.url,
     events: fromJson<string[]>(r.events, []),
     enabled: Boolean(r.enabled),
@@ -80,8 +94,7 @@ export function signingSecrets(w: SigningWebhook, now: number): string[] {
   return overlap ? [w.secret, w.previousSecret as string] : [w.secret];
 }
 
-export interface NewWebhook {
-  accountId: string;
+export interface NewWebhook extends WebhookOwner {
   url: string;
   events: string[];
   secret: string;
@@ -92,6 +105,7 @@ export async function insertWebhook(db: Queryable, key: Buffer, input: NewWebhoo
   const row: WebhookRow = {
     id,
     account_id: input.accountId,
+    mode: input.mode,
     url: input.url,
     events: toJson(input.events) as string,
     enabled: true,
@@ -105,18 +119,26 @@ export async function insertWebhook(db: Queryable, key: Buffer, input: NewWebhoo
   return toWebhook(row);
 }
 
-export async function getWebhook(db: Queryable, accountId: string, id: string): Promise<Webhook | undefined> {
-  const row = await db<WebhookRow>('webhooks').where({ id, account_id: accountId }).first();
+const owned = (owner: WebhookOwner) => ({ account_id: owner.accountId, mode: owner.mode });
+
+export async function getWebhook(db: Queryable, owner: WebhookOwner, id: string): Promise<Webhook | undefined> {
+  const row = await db<WebhookRow>('webhooks').where({ id, ...owned(owner) }).first();
   return row && toWebhook(row);
 }
 
-export async function getSigningWebhook(db: Queryable, key: Buffer, accountId: string, id: string): Promise<SigningWebhook | undefined> {
-  const row = await db<WebhookRow>('webhooks').where({ id, account_id: accountId }).first();
+export async function getSigningWebhook(db: Queryable, key: Buffer, owner: WebhookOwner, id: string): Promise<SigningWebhook | undefined> {
+  const row = await db<WebhookRow>('webhooks').where({ id, ...owned(owner) }).first();
   return row && toSigning(row, key);
 }
 
-export async function listWebhooks(db: Queryable, accountId: string, limit: number, cursor?: string): Promise<{ items: Webhook[]; total: number }> {
-  const base = db<WebhookRow>('webhooks').where({ account_id: accountId });
+/** How many webhooks the owner has (the limits.webhooksPerAccount cap counts per mode). */
+export async function countWebhooks(db: Queryable, owner: WebhookOwner): Promise<number> {
+  const row = await db('webhooks').where(owned(owner)).count({ n: '*' }).first();
+  return Number(row?.n ?? 0);
+}
+
+export async function listWebhooks(db: Queryable, owner: WebhookOwner, limit: number, cursor?: string): Promise<{ items: Webhook[]; total: number }> {
+  const base = db<WebhookRow>('webhooks').where(owned(owner));
   const rows = await base.clone().modify((q) => {
     if (cursor) q.where('id', '<', cursor);
   }).orderBy('id', 'desc').limit(limit);
@@ -148,12 +170,12 @@ export async function updateWebhook(db: Queryable, key: Buffer, id: string, chan
 }
 
 /** Deleting cascades to the webhook's deliveries and their attempts: pending ones are dropped. */
-export async function deleteWebhook(db: Queryable, accountId: string, id: string): Promise<boolean> {
-  return (await db('webhooks').where({ id, account_id: accountId }).delete()) > 0;
+export async function deleteWebhook(db: Queryable, owner: WebhookOwner, id: string): Promise<boolean> {
+  return (await db('webhooks').where({ id, ...owned(owner) }).delete()) > 0;
 }
 
-/** Enabled webhooks of an account with their subscriptions (the event sink's query). */
-export async function subscribedWebhooks(db: Queryable, accountId: string): Promise<Array<{ id: string; events: string[] }>> {
-  const rows = await db<WebhookRow>('webhooks').where({ account_id: accountId, enabled: true }).select('id', 'events');
+/** Enabled webhooks of an account in one mode, with their subscriptions (the event sink's query). */
+export async function subscribedWebhooks(db: Queryable, owner: WebhookOwner): Promise<Array<{ id: string; events: string[] }>> {
+  const rows = await db<WebhookRow>('webhooks').where({ ...owned(owner), enabled: true }).select('id', 'events');
   return rows.map((r) => ({ id: r.id, events: fromJson<string[]>(r.events, []) }));
 }

@@ -2,7 +2,7 @@
 // its pixel and link count in analytics next to sent/delivered; deferrals and suppressed sends count too.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createKey } from '../support/app';
+import { createKey, liveApi } from '../support/app';
 import { startSmtpSink } from '../support/smtp-sink';
 import { parseMail, verifyDkim } from '../support/mail';
 import { pointMx, SENDER_DOMAIN, startWorld } from '../delivery/world';
@@ -13,7 +13,7 @@ test('a tracked live send through the MTA: signed after instrumentation, and eve
   try {
     pointMx(world.dns, 'dest.test', [{ name: 'mx.dest.test', address: '127.0.0.1' }]);
     const analytics = world.app.api.withKey(await createKey(world.app, 'live', ['analytics:read']));
-    await world.app.api.post('/v1/suppressions', { suppressions: [{ email: 'gone@dest.test' }] });
+    await (await liveApi(world.app, ['suppressions:manage'])).post('/v1/suppressions', { suppressions: [{ email: 'gone@dest.test' }] });
     const sent = await world.live.post('/v1/messages/send', {
       from: `Shop <news@${SENDER_DOMAIN}>`,
       to: [{ email: 'ada@dest.test' }, { email: 'gone@dest.test' }, { email: 'later@dest.test' }],

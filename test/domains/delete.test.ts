@@ -2,7 +2,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { getSigningKey } from '../../src/domains/signing';
-import { startTestApp, type TestApp } from '../support/app';
+import { liveApi, startTestApp, type TestApp } from '../support/app';
 import { addDomain } from './helpers';
 
 describe('deleting a domain', () => {
@@ -11,6 +11,7 @@ describe('deleting a domain', () => {
 
   before(async () => {
     app = await startTestApp();
+    app.api = await liveApi(app); // deleting a domain needs a live key
     accountId = (await app.api.get('/v1/account')).body.id;
     await app.db('message_contents').insert({ id: 'mc_1', raw: Buffer.from('x'), size: 1, created_at: 0 });
   });

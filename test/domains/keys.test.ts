@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { getSigningKey, type SigningKey } from '../../src/domains/signing';
-import { startTestApp, type ApiResponse, type TestApp } from '../support/app';
+import { liveApi, startTestApp, type ApiResponse, type TestApp } from '../support/app';
 import { startDnsServer, type TestDnsServer } from '../support/dns-server';
 import { verifyDkim } from '../support/mail';
 import { addDomain, publish, record, verify } from './helpers';
@@ -41,6 +41,7 @@ describe('DKIM keys', () => {
   before(async () => {
     dns = await startDnsServer();
     app = await startTestApp({ dns: { servers: [dns.address] }, domains: { dnsTimeoutMs: 150 }, log: { level: 'trace' } });
+    app.api = await liveApi(app); // rotation needs a live key
     // Every response of this suite is kept, to search for key material at the end.
     for (const method of ['get', 'post', 'delete'] as const) {
       const original = app.api[method].bind(app.api) as (...args: unknown[]) => Promise<ApiResponse>;

@@ -1,7 +1,7 @@
 /** The IP allowlist: validation, enforcement, and X-Forwarded-For only behind a trusted proxy. */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestApp } from '../support/app';
+import { liveApi, startTestApp } from '../support/app';
 import { isAllowed, parseAllowlist } from '../../src/auth/allowlist';
 
 describe('allowlist matching', () => {
@@ -24,6 +24,7 @@ describe('allowlist matching', () => {
 describe('PUT /v1/settings/security', () => {
   test('invalid entries → 422 naming each, and nothing is saved', async () => {
     const app = await startTestApp();
+    app.api = await liveApi(app); // security settings need a live key
     try {
       assert.equal((await app.api.put('/v1/settings/security', { allowed_ips: ['127.0.0.1'] })).status, 200);
       const res = await app.api.put('/v1/settings/security', { allowed_ips: ['10.0.0.1', '300.1.1.1', '10.0.0.0/33', 'fe80::/129', 'example.com'] });
@@ -43,6 +44,7 @@ describe('PUT /v1/settings/security', () => {
 
   test('a list without the caller address blocks the account with 403 ip_not_allowed; an empty list opens it', async () => {
     const app = await startTestApp();
+    app.api = await liveApi(app);
     try {
       assert.equal((await app.api.put('/v1/settings/security', { allowed_ips: ['127.0.0.0/8', '::1'] })).status, 200);
       assert.equal((await app.api.get('/v1/account')).status, 200);
@@ -64,6 +66,7 @@ describe('PUT /v1/settings/security', () => {
     const proxied = await startTestApp({ http: { trustProxy: true } });
     try {
       for (const app of [direct, proxied]) {
+        app.api = await liveApi(app);
         assert.equal((await app.api.put('/v1/settings/security', { allowed_ips: ['198.51.100.7'] })).status, 200);
       }
       const spoof = { 'x-forwarded-for': '198.51.100.7' };

@@ -1,7 +1,7 @@
 /** The authentication and scope matrix over real HTTP. */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestApp, createKey, TestApp } from '../support/app';
+import { startTestApp, createKey, liveApi, ApiClient, TestApp } from '../support/app';
 import { SCOPES } from '../../src/auth/scopes';
 import { createAccount } from '../../src/auth/accounts';
 import { createKey as createKeyInDb } from '../../src/auth/keys';
@@ -21,8 +21,10 @@ const ROUTE_FOR_SCOPE: Record<string, [string, string]> = {
 
 describe('authentication', () => {
   let app: TestApp;
+  let live: ApiClient; // key management needs a live key
   before(async () => {
     app = await startTestApp({ rateLimit: { authFailuresPerMinute: 1000 } });
+    live = await liveApi(app);
   });
   after(() => app.stop());
 
@@ -54,9 +56,9 @@ describe('authentication', () => {
   test('a revoked key is 401 revoked_api_key, through the API and for later requests', async () => {
     const secret = await createKey(app, 'live', ['account:read']);
     assert.equal((await app.api.withKey(secret).get('/v1/account')).status, 200);
-    const list = await app.api.get('/v1/api-keys?limit=100');
+    const list = await live.get('/v1/api-keys?limit=100');
     const id = list.body.data.find((k: { prefix: string }) => secret.startsWith(k.prefix)).id;
-    const revoked = await app.api.delete(`/v1/api-keys/${id}`);
+    const revoked = await live.delete(`/v1/api-keys/${id}`);
     assert.equal(revoked.status, 200);
     assert.equal(revoked.body.revoked, true);
     const res = await app.api.withKey(secret).get('/v1/account');
@@ -96,21 +98,21 @@ describe('authentication', () => {
   test('another account cannot see or revoke this account\'s keys', async () => {
     const other = await createAccount(app.db, 'other-' + Date.now(), Date.now());
     const { secret } = await createKeyInDb(app.db, { accountId: other.id, name: 'x', mode: 'live', scopes: ['account:manage'] }, Date.now());
-    const mine = await app.api.get('/v1/api-keys');
+    const mine = await live.get('/v1/api-keys');
     const theirs = await app.api.withKey(secret).get('/v1/api-keys');
     assert.equal(theirs.body.data.length, 1);
     assert.equal((await app.api.withKey(secret).delete(`/v1/api-keys/${mine.body.data[0].id}`)).status, 404);
   });
 
   test('POST /v1/api-keys validates its body and shows the key once', async () => {
-    const bad = await app.api.post('/v1/api-keys', { name: 'x', mode: 'prod', scopes: ['nope'] });
+    const bad = await live.post('/v1/api-keys', { name: 'x', mode: 'prod', scopes: ['nope'] });
     assert.equal(bad.status, 422);
     assert.equal(bad.body.error.param, 'mode');
     assert.deepEqual(bad.body.error.details.map((d: { param: string }) => d.param), ['mode', 'scopes[0]']);
-    const ok = await app.api.post('/v1/api-keys', { name: 'ci', mode: 'test', scopes: ['messages:read'] });
+    const ok = await live.post('/v1/api-keys', { name: 'ci', mode: 'test', scopes: ['messages:read'] });
     assert.equal(ok.status, 201);
     assert.match(ok.body.key, /^svc_test_/);
-    const listed = await app.api.get('/v1/api-keys');
+    const listed = await live.get('/v1/api-keys');
     assert.ok(!listed.text.includes(ok.body.key));
   });
 });
@@ -132,12 +134,14 @@ describe('failed authentication is slowed down per address', () => {
 });
 
 describe('keys cannot escalate through the API', () => {
-  test('a sandbox key cannot create a live key, and no key can grant scopes it lacks', async () => {
+  test('a sandbox key cannot create keys of either mode, and no key can grant scopes it lacks', async () => {
     const app = await startTestApp();
     try {
-      const live = await app.api.post('/v1/api-keys', { name: 'x', mode: 'live', scopes: ['messages:send'] });
-      assert.equal(live.status, 403);
-      assert.equal(live.body.error.code, 'mode_not_allowed');
+      for (const mode of ['live', 'test']) {
+        const minted = await app.api.post('/v1/api-keys', { name: 'x', mode, scopes: ['messages:send'] });
+        assert.equal(minted.status, 403);
+        assert.equal(minted.body.error.code, 'live_key_required');
+      }
       const manager = app.api.withKey(await createKey(app, 'live', ['account:manage', 'messages:read']));
       const wider = await manager.post('/v1/api-keys', { name: 'x', mode: 'live', scopes: ['messages:read', 'domains:manage'] });
       assert.equal(wider.status, 403);

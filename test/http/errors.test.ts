@@ -1,7 +1,7 @@
 /** Every error status of the HTTP surface comes back in the one error shape, with no internals. */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestApp, TestApp } from '../support/app';
+import { ApiClient, liveApi, startTestApp, TestApp } from '../support/app';
 
 function assertErrorShape(res: { status: number; body: any; headers: Headers }, status: number, code: string) {
   assert.equal(res.status, status);
@@ -16,8 +16,10 @@ function assertErrorShape(res: { status: number; body: any; headers: Headers }, 
 
 describe('error statuses', () => {
   let app: TestApp;
+  let live: ApiClient; // /v1/api-keys needs a live key
   before(async () => {
     app = await startTestApp({ http: { jsonLimitBytes: 2048 } });
+    live = await liveApi(app);
   });
   after(() => app.stop());
 
@@ -33,31 +35,31 @@ describe('error statuses', () => {
   });
 
   test('malformed JSON → 400 malformed_body', async () => {
-    assertErrorShape(await app.api.post('/v1/api-keys', '{"name": '), 400, 'malformed_body');
-    assertErrorShape(await app.api.post('/v1/api-keys', '"a string"'), 400, 'malformed_body');
+    assertErrorShape(await live.post('/v1/api-keys', '{"name": '), 400, 'malformed_body');
+    assertErrorShape(await live.post('/v1/api-keys', '"a string"'), 400, 'malformed_body');
   });
 
   test('wrong content type → 415', async () => {
-    const res = await app.api.post('/v1/api-keys', 'name=x', { 'content-type': 'application/x-www-form-urlencoded' });
+    const res = await live.post('/v1/api-keys', 'name=x', { 'content-type': 'application/x-www-form-urlencoded' });
     assertErrorShape(res, 415, 'unsupported_media_type');
   });
 
   test('a body over the JSON limit → 413 and nothing created', async () => {
     const before = await app.db('api_keys').count({ n: '*' }).first();
-    const res = await app.api.post('/v1/api-keys', { name: 'x'.repeat(5000), mode: 'test', scopes: ['account:read'] });
+    const res = await live.post('/v1/api-keys', { name: 'x'.repeat(5000), mode: 'test', scopes: ['account:read'] });
     assertErrorShape(res, 413, 'payload_too_large');
     assert.deepEqual(await app.db('api_keys').count({ n: '*' }).first(), before);
   });
 
   test('unknown fields → 422 naming them', async () => {
-    const res = await app.api.post('/v1/api-keys', { name: 'x', mode: 'test', scopes: ['account:read'], admin: true });
+    const res = await live.post('/v1/api-keys', { name: 'x', mode: 'test', scopes: ['account:read'], admin: true });
     assertErrorShape(res, 422, 'validation_failed');
     assert.equal(res.body.error.param, 'admin');
   });
 
   test('bad query parameters → 400 naming the parameter', async () => {
     for (const q of ['limit=0', 'limit=101', 'limit=abc', 'cursor=%27%3B%20drop']) {
-      const res = await app.api.get(`/v1/api-keys?${q}`);
+      const res = await live.get(`/v1/api-keys?${q}`);
       assertErrorShape(res, 400, 'invalid_parameter');
       assert.equal(res.body.error.param, q.split('=')[0]);
     }

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { FakeClock } from '../../src/clock';
 import { createAccount } from '../../src/auth/accounts';
 import { createKey as createKeyRecord } from '../../src/auth/keys';
-import { createKey } from '../support/app';
+import { createKey, liveApi } from '../support/app';
 import { addVerifiedDomain, ids, RawSmtp, refusal, startSmtpApp, submissionClient, type SmtpApp } from './helpers';
 
 const clock = new FakeClock(Date.UTC(2026, 0, 5, 9, 0, 0));
@@ -32,8 +32,9 @@ describe('SMTP AUTH with API keys', () => {
   });
 
   test('each refused AUTH says why: malformed, unknown, revoked, missing scope, IP allowlist', async () => {
-    const revoked = await app.api.post('/v1/api-keys', { name: 'soon revoked', mode: 'test', scopes: ['messages:send'] });
-    assert.equal((await app.api.delete(`/v1/api-keys/${revoked.body.id}`)).status, 200);
+    const manager = await liveApi(app, ['account:manage', 'messages:send']); // key management needs a live key
+    const revoked = await manager.post('/v1/api-keys', { name: 'soon revoked', mode: 'test', scopes: ['messages:send'] });
+    assert.equal((await manager.delete(`/v1/api-keys/${revoked.body.id}`)).status, 200);
     const readOnly = await createKey(app, 'test', ['messages:read']);
     const now = clock.now();
     const fenced = await createAccount(app.db, 'fenced', now);
@@ -92,10 +93,11 @@ describe('SMTP AUTH with API keys', () => {
   });
 
   test('a key revoked during a session cannot send its next message', async () => {
-    const res = await app.api.post('/v1/api-keys', { name: 'pooled', mode: 'test', scopes: ['messages:send'] });
+    const manager = await liveApi(app, ['account:manage', 'messages:send']);
+    const res = await manager.post('/v1/api-keys', { name: 'pooled', mode: 'test', scopes: ['messages:send'] });
     const client = submissionClient(app.submissionPort, res.body.key, { pool: true, maxConnections: 1 });
     await client.sendMail(mail);
-    await app.api.delete(`/v1/api-keys/${res.body.id}`);
+    await manager.delete(`/v1/api-keys/${res.body.id}`);
     const r = await refusal(client.sendMail(mail));
     assert.equal(r.code, 530);
     assert.match(r.response, /API key has been revoked/);

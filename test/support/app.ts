@@ -12,7 +12,7 @@ import type { ConfigInput } from '../../src/config';
 import { mergeDeep } from './merge';
 import { findAccountByName } from '../../src/auth/accounts';
 import { createKey as createKeyInDb } from '../../src/auth/keys';
-import type { Scope } from '../../src/auth/scopes';
+import { SCOPES, type Scope } from '../../src/auth/scopes';
 
 export interface TestApp extends App {
   key: string;
@@ -121,4 +121,12 @@ export async function createKey(app: TestApp, mode: 'test' | 'live', scopes: str
   if (!account) throw new Error('no default account');
   const { secret } = await createKeyInDb(app.db, { accountId: account.id, name: `${mode} key (${scopes.length} scopes)`, mode, scopes: scopes as Scope[] }, app.deps.clock.now());
   return secret;
+}
+
+/**
+ * A client with a new live key (every scope unless told): what changes live mail (key management, security
+ * settings, suppression writes, domain delete, live webhooks) needs one, and `app.api` holds the sandbox key.
+ */
+export async function liveApi(app: TestApp, scopes: readonly string[] = SCOPES): Promise<ApiClient> {
+  return app.api.withKey(await createKey(app, 'live', [...scopes]));
 }

@@ -1,12 +1,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestApp } from '../support/app';
+import { liveApi, startTestApp } from '../support/app';
 import { isSuppressed } from '../../src/suppressions/store';
 import { checkEmail } from '../../src/suppressions/email';
 import { defaultAccountId } from '../analytics/fixtures';
 
 test('adding, listing, filtering, reading and deleting suppressions', async () => {
   const app = await startTestApp();
+  app.api = await liveApi(app); // suppression writes need a live key
   try {
     const bad = await app.api.post('/v1/suppressions', { suppressions: [{ email: 'ok@example.com' }, { email: 'not an address' }] });
     assert.equal(bad.status, 422);

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { trackingHook } from '../../src/tracking/hook';
 import { startWebhookReceiver } from '../support/webhook-receiver';
 import { parseMail } from '../support/mail';
-import { createWebhook, startWebhookApp, verifyIndependently } from '../webhooks/helpers';
+import { createWebhook, sandboxApi, startWebhookApp, verifyIndependently } from '../webhooks/helpers';
 
 test('a tracked send: its pixel and link over HTTP become signed webhook events and analytics; one-click unsubscribe suppresses', async () => {
   const app = await startWebhookApp({ tracking: { trackOpensDefault: true } });
@@ -13,8 +13,8 @@ test('a tracked send: its pixel and link over HTTP become signed webhook events 
   try {
     // This test plays the MTA's part itself (below); the real one must not deliver the message first.
     await app.workers.find((w) => w.name === 'delivery')?.stop();
-    const hook = await createWebhook(app, { url: receiver.url, events: ['message.opened', 'message.clicked'] });
-    const sent = await app.api.post('/v1/messages/send', {
+    const hook = await createWebhook(app, { url: receiver.url, events: ['message.opened', 'message.clicked'] }, sandboxApi(app));
+    const sent = await sandboxApi(app).post('/v1/messages/send', {
       from: 'Shop <news@shop.example>',
       to: [{ email: 'ada@example.org' }],
       subject: 'Spring sale',
@@ -58,14 +58,14 @@ test('a tracked send: its pixel and link over HTTP become signed webhook events 
     assert.equal(events[0].data.url, 'https://shop.example/sale?utm=mail');
     assert.equal(events[1].data.user_agent, 'Mail/1.0');
 
-    const stats = await app.api.get('/v1/analytics/stats?tag=sale');
+    const stats = await sandboxApi(app).get('/v1/analytics/stats?tag=sale');
     assert.equal(stats.status, 200);
     assert.deepEqual([stats.body.metrics.opened_unique, stats.body.metrics.clicked_unique], [1, 1]);
-    const exported = await app.api.get('/v1/analytics/export?format=json');
+    const exported = await sandboxApi(app).get('/v1/analytics/export?format=json');
     assert.deepEqual(exported.body.map((e: { event: string }) => e.event).sort(), ['message.clicked', 'message.opened', 'message.queued']);
 
     assert.equal((await fetch(unsubscribe, { method: 'POST', body: 'List-Unsubscribe=One-Click', headers: { 'content-type': 'application/x-www-form-urlencoded' } })).status, 200);
-    const suppression = await app.api.get('/v1/suppressions/ada@example.org');
+    const suppression = await sandboxApi(app).get('/v1/suppressions/ada@example.org');
     assert.deepEqual([suppression.body.reason, suppression.body.source_message_id], ['unsubscribe', id]);
   } finally {
     await receiver.close();

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { FakeClock } from '../../src/clock';
 import { recordEvent } from '../../src/events/record';
 import { startWebhookReceiver } from '../support/webhook-receiver';
-import { createWebhook, dispatch, HOUR, recordMessageEvent, startWebhookApp, verifyIndependently } from './helpers';
+import { createWebhook, dispatch, sandboxApi, HOUR, recordMessageEvent, startWebhookApp, verifyIndependently } from './helpers';
 
 describe('webhook delivery', () => {
   it('signs every request so the receiver can verify it with the secret alone, over HTTPS', async () => {
@@ -82,16 +82,17 @@ describe('webhook delivery', () => {
     const app = await startWebhookApp();
     const receiver = await startWebhookReceiver();
     try {
-      const hook = await createWebhook(app, { url: receiver.url, events: ['message.queued'] });
+      const sandbox = sandboxApi(app);
+      const hook = await createWebhook(app, { url: receiver.url, events: ['message.queued'] }, sandbox);
       await recordMessageEvent(app, { type: 'message.queued', mode: 'test' });
       const [req] = await receiver.waitFor(1);
       assert.equal((req.json() as { data: { sandbox?: boolean } }).data.sandbox, true);
 
-      assert.equal((await app.api.patch(`/v1/webhooks/${hook.id}`, { enabled: false })).status, 200);
-      await recordMessageEvent(app, { type: 'message.queued' });
+      assert.equal((await sandbox.patch(`/v1/webhooks/${hook.id}`, { enabled: false })).status, 200);
+      await recordMessageEvent(app, { type: 'message.queued', mode: 'test' });
       await dispatch(app);
       assert.equal(receiver.requests.length, 1);
-      assert.equal((await app.api.get(`/v1/webhooks/${hook.id}/deliveries`)).body.pagination.total, 1);
+      assert.equal((await sandbox.get(`/v1/webhooks/${hook.id}/deliveries`)).body.pagination.total, 1);
     } finally {
       await receiver.close();
       await app.stop();

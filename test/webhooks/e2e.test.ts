@@ -2,15 +2,15 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { startWebhookReceiver } from '../support/webhook-receiver';
-import { createWebhook, startWebhookApp, verifyIndependently } from './helpers';
+import { createWebhook, sandboxApi, startWebhookApp, verifyIndependently } from './helpers';
 
 describe('webhooks end to end', () => {
   it('POST /v1/messages/send yields a signed message.queued per recipient, marked sandbox for a test key', async () => {
     const app = await startWebhookApp();
     const receiver = await startWebhookReceiver({ https: true });
     try {
-      const hook = await createWebhook(app, { url: receiver.url, events: ['message.queued'] });
-      const sent = await app.api.post('/v1/messages/send', {
+      const hook = await createWebhook(app, { url: receiver.url, events: ['message.queued'] }, sandboxApi(app));
+      const sent = await sandboxApi(app).post('/v1/messages/send', {
         from: 'Shop <orders@shop.example>',
         to: [{ email: 'ada@example.org' }, { email: 'grace@example.org' }],
         subject: 'Your order',

@@ -14,7 +14,7 @@ import { iso } from '../../src/clock';
 import { newId } from '../../src/ids';
 import { messageEventData, recordEvent, RecordedEvent } from '../../src/events/record';
 import { mergeDeep } from '../support/merge';
-import { startTestApp, TestApp } from '../support/app';
+import { ApiClient, liveApi, startTestApp, TestApp } from '../support/app';
 import { testCertificate } from '../support/tls-cert';
 
 let caPath: string | undefined;
@@ -28,9 +28,17 @@ export function testCaFile(): string {
   return caPath;
 }
 
+/**
+ * An app whose `api` holds a live key with every scope: webhooks receive only the events of the mode of the
+ * key that created them, and these tests record live events unless they say otherwise. `sandboxApi` gives the
+ * bootstrap sandbox key back, for tests of the sandbox.
+ */
 export async function startWebhookApp(overrides: ConfigInput = {}, options: AppOptions = {}): Promise<TestApp> {
-  return startTestApp(mergeDeep({ webhooks: { tlsCaFile: testCaFile() } }, overrides) as ConfigInput, options);
+  const app = await startTestApp(mergeDeep({ webhooks: { tlsCaFile: testCaFile() } }, overrides) as ConfigInput, options);
+  return Object.assign(app, { api: await liveApi(app) });
 }
+
+export const sandboxApi = (app: TestApp): ApiClient => app.api.withKey(app.key);
 
 export async function accountIdOf(app: TestApp): Promise<string> {
   return (await app.api.get('/v1/account')).body.id as string;
@@ -57,8 +65,9 @@ export async function recordMessageEvent(app: TestApp, spec: EventSpec): Promise
   return event;
 }
 
-export async function createWebhook(app: TestApp, body: Record<string, unknown>): Promise<{ id: string; secret: string }> {
-  const res = await app.api.post('/v1/webhooks', body);
+/** Creates a webhook with the app's live key, or with `client` (e.g. sandboxApi(app) for a sandbox webhook). */
+export async function createWebhook(app: TestApp, body: Record<string, unknown>, client: ApiClient = app.api): Promise<{ id: string; secret: string }> {
+  const res = await client.post('/v1/webhooks', body);
   if (res.status !== 201) throw new Error(`webhook creation failed: ${res.status} ${res.text}`);
   return res.body;
 }

@@ -2,7 +2,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { FakeClock } from '../../src/clock';
-import { startTestApp, type TestApp } from '../support/app';
+import { liveApi, startTestApp, type TestApp } from '../support/app';
 import { startWebhookReceiver } from '../support/webhook-receiver';
 import { createWebhook, dispatch, HOUR, MINUTE, recordMessageEvent, startWebhookApp } from './helpers';
 
@@ -144,6 +144,7 @@ describe('webhook retries', () => {
   it('counts a certificate it cannot trust as a failure', async () => {
     const clock = new FakeClock();
     const app = await startTestApp({}, { clock }); // without webhooks.tlsCaFile: the test certificate is unknown
+    app.api = await liveApi(app); // live events go to live webhooks
     const receiver = await startWebhookReceiver({ https: true });
     try {
       const hook = await createWebhook(app, { url: receiver.url, events: ['*'] });
