@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import nodemailer from 'nodemailer';
 import { parseVerp } from '../../src/delivery';
 import { getSuppression } from '../../src/suppressions/store';
+import { createKey } from '../support/app';
 import { startWebhookReceiver, type WebhookReceiver } from '../support/webhook-receiver';
 import { ids, RawSmtp, refusal, submissionClient } from './helpers';
 import { arfReport, gmailDsn, postfixDsn } from './reports';
@@ -29,7 +30,8 @@ describe('inbound bounces and complaints', () => {
   before(async () => {
     world = await startRelayWorld({ feedbackAddress: FBL });
     receiver = await startWebhookReceiver();
-    const hook = await world.app.api.post('/v1/webhooks', { url: receiver.url, events: ['message.bounced', 'message.complained'] });
+    // live mail's events reach only a webhook made with a live key
+    const hook = await world.app.api.withKey(await createKey(world.app, 'live', ['webhooks:manage'])).post('/v1/webhooks', { url: receiver.url, events: ['message.bounced', 'message.complained'] });
     assert.equal(hook.status, 201, hook.text);
     inbound = nodemailer.createTransport({ host: '127.0.0.1', port: world.app.inboundPort, secure: false, tls: { rejectUnauthorized: false }, pool: true, maxConnections: 1 });
     const client = submissionClient(world.app.submissionPort, world.liveKey);
