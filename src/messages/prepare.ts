@@ -15,9 +15,10 @@ import type { AcceptBatch, NewContent, NewMessage } from './accept';
 import { checkHeaderValue } from './addresses';
 import { composeMime, Attachment } from './mime';
 import { parseParticipants, Participants, Recipient } from './participants';
-import { compileAll, Renderer, TemplateField } from './render';
+import { compileAll, Renderer, Renderers, TemplateField } from './render';
+import { MAX_SEND_FACTOR, RenderBudget } from './render-budget';
 import type { SendBody } from './schemas';
-import { getTemplate } from './templates';
+import { getTemplate, storedRenderers } from './templates';
 
 export interface Sender {
   accountId: string;
@@ -30,8 +31,6 @@ const RESERVED_HEADERS = new Set([
 ]);
 const HEADER_NAME = /^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/;
 const MAX_HEADERS = 50;
-/** All copies of one send together (per-recipient rendering multiplies attachments). */
-const MAX_SEND_FACTOR = 5;
 
 export function checkHeaders(headers: Record<string, string>, listUnsubscribe: boolean): Array<[string, string]> {
   const list = Object.entries(headers);
@@ -78,24 +77,19 @@ export function resolveSendAt(sendAt: string | undefined, now: number, horizonHo
   return at;
 }
 
-interface ContentSource {
-  fields: Partial<Record<TemplateField, string>>;
-  param(field: TemplateField): string;
-}
-
-async function contentSource(deps: AppDeps, accountId: string, body: SendBody): Promise<ContentSource> {
+/** The send's renderers, compiled once per send (a stored template once per version, from its cache). */
+async function contentRenderers(deps: AppDeps, accountId: string, body: SendBody): Promise<Renderers> {
   if (body.template_id !== undefined) {
     const inline = (['subject', 'html', 'text'] as const).find((f) => body[f] !== undefined);
     if (inline) throw unprocessable('template_conflict', `${inline} cannot be combined with template_id`, inline);
     const template = await getTemplate(deps.db, accountId, body.template_id);
     if (!template) throw unprocessable('template_not_found', `no template ${body.template_id} in this account`, 'template_id');
-    const fields = { subject: template.subject, html: template.html ?? undefined, text: template.text ?? undefined };
-    return { fields, param: () => 'template_id' };
+    return storedRenderers(template, deps.config.limits);
   }
   if (body.subject === undefined) throw unprocessable('missing_subject', 'subject is required (or template_id)', 'subject');
   checkHeaderValue(body.subject, 'subject');
   if (!body.html && !body.text) throw unprocessable('missing_body', 'one of html or text is required', 'html');
-  return { fields: { subject: body.subject, html: body.html, text: body.text }, param: (f) => f };
+  return compileAll({ subject: body.subject, html: body.html, text: body.text }, deps.config.limits);
 }
 
 /** Account rules: a verified From domain for live sends, a known IP pool. */
@@ -117,8 +111,7 @@ export async function prepareSend(deps: AppDeps, sender: Sender, body: SendBody)
   const headers = checkHeaders(body.headers ?? {}, body.list_unsubscribe ?? false);
   const attachments = decodeAttachments(body.attachments ?? []);
   const sendAt = resolveSendAt(body.send_at, now, limits.sendAtHorizonHours);
-  const source = await contentSource(deps, sender.accountId, body);
-  const renderers = compileAll(source.fields, source.param);
+  const renderers = await contentRenderers(deps, sender.accountId, body);
   const domainVerified = await checkAccountRules(deps, sender, people.from.domain, body.ip_pool);
   const copies = await buildCopies(deps, { people, renderers, headers, attachments, data: body.template_data ?? {}, now });
   return {
@@ -149,6 +142,8 @@ async function buildCopies(deps: AppDeps, input: CopyInput): Promise<{ contents:
     : [{ shownTo: people.to, copies: all.map((_, i) => i), data: input.data, dataParam: 'template_data' }];
   const contents: NewContent[] = [];
   const messages: NewMessage[] = [];
+  const budget = new RenderBudget(deps.config.limits.maxMessageBytes); // shared by all copies: see render-budget.ts
+  const render = (r: Renderer | undefined, data: Record<string, unknown>) => (r ? r(data, budget) : undefined);
   let total = 0;
   for (const group of groups) {
     const first = ids[group.copies[0]];
@@ -174,8 +169,6 @@ async function buildCopies(deps: AppDeps, input: CopyInput): Promise<{ contents:
   }
   return { contents, messages };
 }
-
-const render = (r: Renderer | undefined, data: Record<string, unknown>) => (r ? r(data) : undefined);
 
 
 function checkSize(size: number, total: number, max: number): void {
