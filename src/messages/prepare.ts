@@ -15,7 +15,7 @@ import type { AcceptBatch, NewContent, NewMessage } from './accept';
 import { checkHeaderValue } from './addresses';
 import { composeMime, Attachment } from './mime';
 import { parseParticipants, Participants, Recipient } from './participants';
-import { compileAll, Renderer, Renderers, TemplateField } from './render';
+import { compileAll, Renderer, Renderers } from './render';
 import { MAX_SEND_FACTOR, RenderBudget } from './render-budget';
 import type { SendBody } from './schemas';
 import { getTemplate, storedRenderers } from './templates';
@@ -125,7 +125,7 @@ export async function prepareSend(deps: AppDeps, sender: Sender, body: SendBody)
 
 interface CopyInput {
   people: Participants;
-  renderers: Partial<Record<TemplateField, Renderer>>;
+  renderers: Renderers;
   headers: Array<[string, string]>;
   attachments: Attachment[];
   data: Record<string, unknown>;
@@ -142,17 +142,15 @@ async function buildCopies(deps: AppDeps, input: CopyInput): Promise<{ contents:
     : [{ shownTo: people.to, copies: all.map((_, i) => i), data: input.data, dataParam: 'template_data' }];
   const contents: NewContent[] = [];
   const messages: NewMessage[] = [];
-  const budget = new RenderBudget(deps.config.limits.maxMessageBytes); // shared by all copies: see render-budget.ts
-  const render = (r: Renderer | undefined, data: Record<string, unknown>) => (r ? r(data, budget) : undefined);
+  // Every copy is rendered before any MIME is built: a send over the render budget fails before the costly part.
+  const rendered = renderGroups(input.renderers, groups, deps.config.limits.maxMessageBytes);
   let total = 0;
-  for (const group of groups) {
+  for (const [g, group] of groups.entries()) {
     const first = ids[group.copies[0]];
     const messageIdHeader = `${first}@${deps.config.hostname}`;
-    const subject = render(input.renderers.subject, group.data) ?? '';
-    checkHeaderValue(subject, group.dataParam); // values from template data must not break the header either
+    const { subject, html, text } = rendered[g];
     const raw = await composeMime({
-      from: people.from, to: group.shownTo, cc: people.cc, replyTo: people.replyTo, subject,
-      html: render(input.renderers.html, group.data), text: render(input.renderers.text, group.data),
+      from: people.from, to: group.shownTo, cc: people.cc, replyTo: people.replyTo, subject, html, text,
       headers: input.headers, attachments: input.attachments, messageId: messageIdHeader, date: input.now,
     });
     total += raw.length;
@@ -170,6 +168,16 @@ async function buildCopies(deps: AppDeps, input: CopyInput): Promise<{ contents:
   return { contents, messages };
 }
 
+/** Subject, html and text of each group, all against one budget (see render-budget.ts). */
+function renderGroups(renderers: Renderers, groups: Array<{ data: Record<string, unknown>; dataParam: string }>, maxMessageBytes: number) {
+  const budget = new RenderBudget(maxMessageBytes);
+  const render = (r: Renderer | undefined, data: Record<string, unknown>) => (r ? r(data, budget) : undefined);
+  return groups.map((group) => {
+    const subject = render(renderers.subject, group.data) ?? '';
+    checkHeaderValue(subject, group.dataParam); // values from template data must not break the header either
+    return { subject, html: render(renderers.html, group.data), text: render(renderers.text, group.data) };
+  });
+}
 
 function checkSize(size: number, total: number, max: number): void {
   if (size > max) throw new ApiError(413, 'invalid_request_error', 'message_too_large', `the message is ${size} bytes after MIME encoding; the limit is ${max}`);
