@@ -15,9 +15,10 @@ import type { AcceptBatch, NewContent, NewMessage } from './accept';
 import { checkHeaderValue } from './addresses';
 import { composeMime, Attachment } from './mime';
 import { parseParticipants, Participants, Recipient } from './participants';
-import { compileAll, Renderer, TemplateField } from './render';
+import { compileAll, Renderer, Renderers } from './render';
+import { MAX_SEND_FACTOR, RenderBudget } from './render-budget';
 import type { SendBody } from './schemas';
-import { getTemplate } from './templates';
+import { getTemplate, storedRenderers } from './templates';
 
 export interface Sender {
   accountId: string;
@@ -30,8 +31,6 @@ const RESERVED_HEADERS = new Set([
 ]);
 const HEADER_NAME = /^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/;
 const MAX_HEADERS = 50;
-/** All copies of one send together (per-recipient rendering multiplies attachments). */
-const MAX_SEND_FACTOR = 5;
 
 export function checkHeaders(headers: Record<string, string>, listUnsubscribe: boolean): Array<[string, string]> {
   const list = Object.entries(headers);
@@ -78,24 +77,19 @@ export function resolveSendAt(sendAt: string | undefined, now: number, horizonHo
   return at;
 }
 
-interface ContentSource {
-  fields: Partial<Record<TemplateField, string>>;
-  param(field: TemplateField): string;
-}
-
-async function contentSource(deps: AppDeps, accountId: string, body: SendBody): Promise<ContentSource> {
+/** The send's renderers, compiled once per send (a stored template once per version, from its cache). */
+async function contentRenderers(deps: AppDeps, accountId: string, body: SendBody): Promise<Renderers> {
   if (body.template_id !== undefined) {
     const inline = (['subject', 'html', 'text'] as const).find((f) => body[f] !== undefined);
     if (inline) throw unprocessable('template_conflict', `${inline} cannot be combined with template_id`, inline);
     const template = await getTemplate(deps.db, accountId, body.template_id);
     if (!template) throw unprocessable('template_not_found', `no template ${body.template_id} in this account`, 'template_id');
-    const fields = { subject: template.subject, html: template.html ?? undefined, text: template.text ?? undefined };
-    return { fields, param: () => 'template_id' };
+    return storedRenderers(template, deps.config.limits);
   }
   if (body.subject === undefined) throw unprocessable('missing_subject', 'subject is required (or template_id)', 'subject');
   checkHeaderValue(body.subject, 'subject');
   if (!body.html && !body.text) throw unprocessable('missing_body', 'one of html or text is required', 'html');
-  return { fields: { subject: body.subject, html: body.html, text: body.text }, param: (f) => f };
+  return compileAll({ subject: body.subject, html: body.html, text: body.text }, deps.config.limits);
 }
 
 /** Account rules: a verified From domain for live sends, a known IP pool. */
@@ -117,8 +111,7 @@ export async function prepareSend(deps: AppDeps, sender: Sender, body: SendBody)
   const headers = checkHeaders(body.headers ?? {}, body.list_unsubscribe ?? false);
   const attachments = decodeAttachments(body.attachments ?? []);
   const sendAt = resolveSendAt(body.send_at, now, limits.sendAtHorizonHours);
-  const source = await contentSource(deps, sender.accountId, body);
-  const renderers = compileAll(source.fields, source.param);
+  const renderers = await contentRenderers(deps, sender.accountId, body);
   const domainVerified = await checkAccountRules(deps, sender, people.from.domain, body.ip_pool);
   const copies = await buildCopies(deps, { people, renderers, headers, attachments, data: body.template_data ?? {}, now });
   return {
@@ -132,7 +125,7 @@ export async function prepareSend(deps: AppDeps, sender: Sender, body: SendBody)
 
 interface CopyInput {
   people: Participants;
-  renderers: Partial<Record<TemplateField, Renderer>>;
+  renderers: Renderers;
   headers: Array<[string, string]>;
   attachments: Attachment[];
   data: Record<string, unknown>;
@@ -149,15 +142,15 @@ async function buildCopies(deps: AppDeps, input: CopyInput): Promise<{ contents:
     : [{ shownTo: people.to, copies: all.map((_, i) => i), data: input.data, dataParam: 'template_data' }];
   const contents: NewContent[] = [];
   const messages: NewMessage[] = [];
+  // Every copy is rendered before any MIME is built: a send over the render budget fails before the costly part.
+  const rendered = renderGroups(input.renderers, groups, deps.config.limits.maxMessageBytes);
   let total = 0;
-  for (const group of groups) {
+  for (const [g, group] of groups.entries()) {
     const first = ids[group.copies[0]];
     const messageIdHeader = `${first}@${deps.config.hostname}`;
-    const subject = render(input.renderers.subject, group.data) ?? '';
-    checkHeaderValue(subject, group.dataParam); // values from template data must not break the header either
+    const { subject, html, text } = rendered[g];
     const raw = await composeMime({
-      from: people.from, to: group.shownTo, cc: people.cc, replyTo: people.replyTo, subject,
-      html: render(input.renderers.html, group.data), text: render(input.renderers.text, group.data),
+      from: people.from, to: group.shownTo, cc: people.cc, replyTo: people.replyTo, subject, html, text,
       headers: input.headers, attachments: input.attachments, messageId: messageIdHeader, date: input.now,
     });
     total += raw.length;
@@ -175,8 +168,16 @@ async function buildCopies(deps: AppDeps, input: CopyInput): Promise<{ contents:
   return { contents, messages };
 }
 
-const render = (r: Renderer | undefined, data: Record<string, unknown>) => (r ? r(data) : undefined);
-
+/** Subject, html and text of each group, all against one budget (see render-budget.ts). */
+function renderGroups(renderers: Renderers, groups: Array<{ data: Record<string, unknown>; dataParam: string }>, maxMessageBytes: number) {
+  const budget = new RenderBudget(maxMessageBytes);
+  const render = (r: Renderer | undefined, data: Record<string, unknown>) => (r ? r(data, budget) : undefined);
+  return groups.map((group) => {
+    const subject = render(renderers.subject, group.data) ?? '';
+    checkHeaderValue(subject, group.dataParam); // values from template data must not break the header either
+    return { subject, html: render(renderers.html, group.data), text: render(renderers.text, group.data) };
+  });
+}
 
 function checkSize(size: number, total: number, max: number): void {
   if (size > max) throw new ApiError(413, 'invalid_request_error', 'message_too_large', `the message is ${size} bytes after MIME encoding; the limit is ${max}`);

@@ -1,127 +1,179 @@
 /**
  * Template rendering of subject, html and text with Handlebars. One isolated
- * Handlebars environment (no global helpers or partials), only the built-in
- * block helpers (`if`, `unless`, `each`, `with`, `lookup`), no prototype
- * access at run time. HTML output is escaped; subject and text are not,
- * because they are not HTML. A template that does not compile or fails to run
- * becomes a 422 naming its field.
+ * Handlebars environment (no global helpers, partials or decorators), only
+ * the built-in block helpers (`if`, `unless`, `each`, `with`, `lookup`), no
+ * prototype access at run time. HTML output is escaped; subject and text are
+ * not, because they are not HTML.
+ *
+ * A source is measured before it is compiled (template-shape.ts), and its
+ * compiled form counts its own output as it renders (RenderBudget): a
+ * template that does not compile or fails to run is a 422 naming its field,
+ * one that renders past the message size limit a 413.
  */
 import Handlebars from 'handlebars';
-import { unprocessable } from '../http/errors';
+import { ApiError, unprocessable } from '../http/errors';
+import { BoundedCache } from './bounded-cache';
+import { BudgetExceeded, RenderBudget } from './render-budget';
+import { checkTemplateSource, TemplateBounds } from './template-shape';
 
 export type TemplateField = 'subject' | 'html' | 'text';
+export type Renderer = (data: Record<string, unknown>, budget: RenderBudget) => string;
+export type RenderLimits = TemplateBounds;
 
 const hb = Handlebars.create();
 hb.unregisterHelper('log');
 hb.unregisterHelper('helperMissing');
 hb.unregisterHelper('blockHelperMissing');
+hb.unregisterDecorator('inline'); // {{#*inline}} would define partials, and partials can call each other
 
 const KNOWN = { if: true, unless: true, each: true, with: true, lookup: true, log: false } as const;
-const RUNTIME: Handlebars.RuntimeOptions = {
-  allowProtoPropertiesByDefault: false,
-  allowProtoMethodsByDefault: false,
-  allowCallsToHelperMissing: false,
-};
+/**
+ * Where compiled code finds the output counter: an entry of the run's helpers,
+ * which is the only per-run object every compiled program receives. It is an
+ * object, not a function, so Handlebars does not wrap it as a helper, and
+ * templates cannot call it (knownHelpersOnly; `{{[pigeon:output]}}` reads data).
+ */
+const OUTPUT = 'pigeon:output';
 
-export type Renderer = (data: Record<string, unknown>) => string;
+/** The internals of Handlebars' JavaScriptCompiler (its documented extension point) that we override. */
+interface CompilerInternals {
+  popStack(): unknown;
+  pushSource(source: unknown): void;
+  appendToBuffer(source: unknown): unknown;
+  aliasable(name: string): unknown;
+  quotedString(text: string): string;
+  invokeKnownHelper(paramSize: number, name: string): void;
+  append(): void;
+}
+const env = hb as unknown as { JavaScriptCompiler: new () => CompilerInternals };
+const Base = env.JavaScriptCompiler;
+const counted = (value: unknown) => [`helpers[${JSON.stringify(OUTPUT)}].add(`, value, ')'];
 
 /**
- * Loop work of one render. Nested {{#each}} multiplies: three levels over a
- * 150-item array is 3.4 million iterations, seconds of blocked event loop
- * from a 1 KB request. Rendering is synchronous, so one module-level budget,
- * reset before each render, counts iterations and the characters they make.
+ * Emits code that passes every piece of output — static text, `{{x}}`,
+ * `{{{x}}}`, `{{lookup …}}` — through the budget's counter as it is appended.
+ * The result of a block helper other than lookup is not counted again: it is
+ * made of pieces its own program already counted.
  */
-const MAX_ITERATIONS = 20_000;
-const MAX_LOOP_CHARS = 64 * 1024 * 1024;
-const budget = { iterations: 0, chars: 0 };
+class CountingCompiler extends Base {
+  private blockResult = false;
+
+  override invokeKnownHelper(paramSize: number, name: string): void {
+    super.invokeKnownHelper(paramSize, name);
+    this.blockResult = name !== 'lookup';
+  }
+
+  override append(): void {
+    const blockResult = this.blockResult;
+    this.blockResult = false;
+    if (blockResult) return super.append();
+    this.pushSource(this.appendToBuffer(counted(this.popStack())));
+  }
+
+  appendEscaped(): void {
+    this.blockResult = false;
+    this.pushSource(this.appendToBuffer(counted([this.aliasable('container.escapeExpression'), '(', this.popStack(), ')'])));
+  }
+
+  appendContent(content: string): void {
+    this.pushSource(this.appendToBuffer(counted(this.quotedString(content))));
+  }
+
+  invokePartial(): never {
+    throw new hb.Exception('partials are not supported');
+  }
+
+  registerDecorator(): never {
+    throw new hb.Exception('decorators are not supported');
+  }
+}
+(CountingCompiler.prototype as unknown as { compiler: unknown }).compiler = CountingCompiler; // for nested programs
+env.JavaScriptCompiler = CountingCompiler;
+
 const builtinEach = hb.helpers.each as Handlebars.HelperDelegate;
-hb.registerHelper('each', function (this: unknown, context: unknown, options: Handlebars.HelperOptions) {
-  const fn = options.fn;
-  const counted = ((ctx: unknown, opts?: Handlebars.RuntimeOptions) => {
-    if (++budget.iterations > MAX_ITERATIONS) throw new Error(`{{#each}} may run at most ${MAX_ITERATIONS} times per render`);
-    const out = fn(ctx, opts);
-    if ((budget.chars += out.length) > MAX_LOOP_CHARS) throw new Error(`{{#each}} may produce at most ${MAX_LOOP_CHARS} characters per render`);
-    return out;
-  }) as Handlebars.TemplateDelegate;
-  return builtinEach.call(this, context, { ...options, fn: counted });
-});
-const run = (template: Handlebars.TemplateDelegate, data: unknown): string => {
-  budget.iterations = 0;
-  budget.chars = 0;
-  return template(data, RUNTIME);
-};
+
+/** Runs a template with helpers bound to this render's budget. */
+function run(template: Handlebars.TemplateDelegate, data: unknown, budget: RenderBudget): string {
+  const each = function (this: unknown, context: unknown, options: Handlebars.HelperOptions) {
+    const fn = options.fn;
+    const turn = ((ctx: unknown, opts?: Handlebars.RuntimeOptions) => {
+      budget.iteration();
+      return fn(ctx, opts);
+    }) as Handlebars.TemplateDelegate;
+    return builtinEach.call(this, context, { ...options, fn: turn });
+  };
+  budget.startField();
+  return template(data, {
+    allowProtoPropertiesByDefault: false,
+    allowProtoMethodsByDefault: false,
+    allowCallsToHelperMissing: false,
+    helpers: { each, [OUTPUT]: { add: budget.output } as unknown as Handlebars.HelperDelegate },
+  });
+}
 
 /**
  * Compiling costs milliseconds while rendering costs microseconds, and an
  * application sends the same few templates over and over: keep the compiled
- * ones, least recently used out first, bounded by count and source size.
+ * ones by source, at most 500 entries and 8 M source characters.
  */
-const CACHE_ENTRIES = 500;
-const CACHE_CHARS = 8 * 1024 * 1024;
-const cache = new Map<string, Handlebars.TemplateDelegate>();
-let cachedChars = 0;
-
-function remember(key: string, template: Handlebars.TemplateDelegate): void {
-  if (key.length > CACHE_CHARS / 8) return;
-  cache.set(key, template);
-  cachedChars += key.length;
-  while (cache.size > CACHE_ENTRIES || cachedChars > CACHE_CHARS) {
-    const oldest = cache.keys().next().value as string;
-    cache.delete(oldest);
-    cachedChars -= oldest.length;
-  }
-}
+const bySource = new BoundedCache<Handlebars.TemplateDelegate>(500, 8 * 1024 * 1024);
 
 function compiled(field: TemplateField, source: string): Handlebars.TemplateDelegate {
   const key = `${field}\0${source}`;
-  const hit = cache.get(key);
-  if (hit) {
-    cache.delete(key); // re-insert: most recently used last
-    cache.set(key, hit);
-    return hit;
-  }
+  const hit = bySource.get(key);
+  if (hit) return hit;
   const template = hb.compile(source, { knownHelpers: KNOWN, knownHelpersOnly: true, noEscape: field !== 'html', strict: false });
   // Handlebars compiles lazily: run it once so syntax and helper errors surface now.
-  run(template, {});
-  remember(key, template);
+  run(template, {}, new RenderBudget(Number.MAX_SAFE_INTEGER));
+  bySource.set(key, template, key.length);
   return template;
 }
 
 /** `param` is the field named in errors (e.g. `html`, or `template_id` for a stored template). */
-export function compileField(field: TemplateField, source: string, param: string = field): Renderer {
+export function compileField(field: TemplateField, source: string, limits: RenderLimits, param: string = field): Renderer {
+  checkTemplateSource(source, field, param, limits);
   // Most subjects and many bodies hold no expressions: skip the compiler for them.
-  if (!source.includes('{{')) return () => source;
-  let template: Handlebars.TemplateDelegate;
+  if (!source.includes('{{')) {
+    return (_data, budget) => {
+      budget.startField();
+      return guarded(field, param, () => budget.output(source));
+    };
+  }
+  const template = guarded(field, param, () => compiled(field, source));
+  return (data, budget) => guarded(field, param, () => run(template, data, budget));
+}
+
+function guarded<T>(field: TemplateField, param: string, work: () => T): T {
   try {
-    template = compiled(field, source);
+    return work();
   } catch (err) {
     throw templateError(field, param, err);
   }
-  return (data) => {
-    try {
-      return run(template, data);
-    } catch (err) {
-      throw templateError(field, param, err);
-    }
-  };
 }
 
-function templateError(field: TemplateField, param: string, err: unknown) {
+function templateError(field: TemplateField, param: string, err: unknown): ApiError {
+  if (err instanceof ApiError) return err;
+  if (err instanceof BudgetExceeded && err.kind === 'output') {
+    return new ApiError(413, 'invalid_request_error', 'message_too_large', `the ${field} template ${err.message}`, param);
+  }
   // Parse errors span several lines (source excerpt, caret, expectations): keep the first and last.
   const lines = String((err as Error)?.message ?? err).split('\n').filter(Boolean);
   const detail = (lines.length > 1 ? `${lines[0]} ${lines[lines.length - 1]}` : lines[0] ?? 'invalid template').slice(0, 300);
   return unprocessable('template_error', `${field} template: ${detail}`, param);
 }
 
+export type Renderers = Partial<Record<TemplateField, Renderer>>;
+
 /** Compiles the three fields; undefined fields stay undefined. */
 export function compileAll(
   fields: Partial<Record<TemplateField, string>>,
+  limits: RenderLimits,
   param?: (field: TemplateField) => string,
-): Partial<Record<TemplateField, Renderer>> {
-  const out: Partial<Record<TemplateField, Renderer>> = {};
+): Renderers {
+  const out: Renderers = {};
   for (const field of ['subject', 'html', 'text'] as const) {
     const source = fields[field];
-    if (source !== undefined) out[field] = compileField(field, source, param?.(field));
+    if (source !== undefined) out[field] = compileField(field, source, limits, param?.(field));
   }
   return out;
 }

@@ -37,6 +37,9 @@ export function sendBodySchema(config: Config) {
   const max = config.limits.maxRecipients;
   // Arrays only: a single-or-array union would hide which entry is at fault.
   const list = <T extends z.ZodType>(item: T, what: string) => z.array(item).min(1).max(max).describe(what);
+  const { templateSourceBytes, templateNestingDepth, maxMessageBytes } = config.limits;
+  const templateBounds = `At most ${templateSourceBytes} bytes and ${templateNestingDepth} levels of nested blocks (422); `
+    + `rendering past ${maxMessageBytes} characters stops with a 413.`;
   return z.strictObject({
     from: addressInput.describe('Sender. Live sends need a verified domain of the account.'),
     to: list(toInput, `Recipients (1 to ${max}); each gets its own message id.`),
@@ -44,8 +47,8 @@ export function sendBodySchema(config: Config) {
     bcc: list(addressInput, 'Blind copy recipients, never shown in any header.').optional(),
     reply_to: addressInput.optional().describe('Reply-To address.'),
     subject: z.string().max(998).optional().describe('Subject (a Handlebars template). Required unless template_id is given.'),
-    html: z.string().optional().describe('HTML body (a Handlebars template; values are HTML-escaped).'),
-    text: z.string().optional().describe('Plain-text body (a Handlebars template; values are not escaped). At least one of html and text is required.'),
+    html: z.string().optional().describe(`HTML body (a Handlebars template; values are HTML-escaped). ${templateBounds}`),
+    text: z.string().optional().describe(`Plain-text body (a Handlebars template; values are not escaped). At least one of html and text is required. ${templateBounds}`),
     template_id: z.string().min(1).max(64).optional().describe('A stored template (tpl_…) giving subject, html and text; excludes those three fields.'),
     template_data: z.record(z.string().max(200), z.unknown()).optional().describe('Values for the templates of subject, html and text.'),
     headers: z.record(z.string().min(1).max(100), z.string().max(2000)).optional()

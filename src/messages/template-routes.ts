@@ -1,4 +1,8 @@
-/** Routes of stored templates (extension): create, list, get, delete. Scope messages:send. */
+/**
+ * Routes of stored templates (extension): create, list, get, delete. Scope
+ * messages:send. Creating and deleting change what live mail says, so they
+ * need a live key; both modes may read.
+ */
 import { z } from 'zod';
 import type { AppDeps } from '../deps';
 import type { ApiRouter } from '../http/api';
@@ -30,23 +34,29 @@ const shapeTemplate = (t: Template): z.infer<typeof templateSchema> => ({
 const createBody = z.strictObject({
   name: z.string().trim().min(1).max(100).describe('A name unique within the account.'),
   subject: z.string().min(1).max(998).regex(/^[^\r\n]*$/, 'the subject may not contain line breaks').describe('Subject template (Handlebars).'),
-  html: z.string().max(1_048_576).optional().describe('HTML body template (Handlebars, values escaped).'),
-  text: z.string().max(1_048_576).optional().describe('Plain-text body template (Handlebars, not escaped).'),
+  html: z.string().max(1_048_576).optional().describe('HTML body template (Handlebars, values escaped). At most limits.templateSourceBytes bytes and limits.templateNestingDepth levels of blocks.'),
+  text: z.string().max(1_048_576).optional().describe('Plain-text body template (Handlebars, not escaped). Same bounds as html.'),
 }).refine((b) => b.html || b.text, { message: 'one of html or text is required', path: ['html'] });
 
 const idParam = z.object({ id: z.string().min(1).max(64).describe('The `tpl_` id.') });
 
 export function registerTemplateRoutes(api: ApiRouter, deps: AppDeps): void {
   const { db, clock } = deps;
+  const { limits } = deps.config;
   const common = { scope: 'messages:send' as const, tag: 'Templates', extension: true };
 
   api.add({
-    ...common, method: 'post', path: '/v1/templates', summary: 'Store a template',
-    description: 'Subject, html and text are compiled when stored: a template that does not compile is a 422 naming the field.',
+    ...common, method: 'post', path: '/v1/templates', summary: 'Store a template', liveOnly: true,
+    description: `Needs a live key. Subject, html and text are measured and compiled when stored: a field over ${limits.templateSourceBytes} bytes, `
+      + `nested deeper than ${limits.templateNestingDepth} levels, with too many expressions or that does not compile is a 422 naming the field. `
+      + `An account may have at most ${limits.templatesPerAccount} templates (409 limit_reached).`,
     body: createBody,
-    responses: { 201: { description: 'Created', schema: templateSchema }, 409: { description: 'A template with this name exists' } },
+    responses: {
+      201: { description: 'Created', schema: templateSchema },
+      409: { description: 'A template with this name exists (template_exists), or the account has its maximum of templates (limit_reached)' },
+    },
     async handler({ body, caller }) {
-      const template = await createTemplate(db, caller.accountId, body, clock.now());
+      const template = await createTemplate(db, caller.accountId, body, limits, clock.now());
       return { status: 201, body: shapeTemplate(template) };
     },
   });
@@ -73,8 +83,8 @@ export function registerTemplateRoutes(api: ApiRouter, deps: AppDeps): void {
   });
 
   api.add({
-    ...common, method: 'delete', path: '/v1/templates/{id}', summary: 'Delete a template',
-    description: 'Messages already sent with the template keep their content.',
+    ...common, method: 'delete', path: '/v1/templates/{id}', summary: 'Delete a template', liveOnly: true,
+    description: 'Needs a live key. Messages already sent with the template keep their content.',
     params: idParam,
     responses: { 200: { description: 'The deleted template', schema: templateSchema }, 404: { description: 'No such template' } },
     async handler({ params, caller }) {

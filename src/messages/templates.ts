@@ -2,12 +2,18 @@
  * Stored templates (a Pigeon extension): subject, html and text kept under an
  * id so a send can say `template_id` instead of carrying them. Templates are
  * account configuration, shared by both modes. They are compiled when saved,
- * so a broken template is refused at creation, not at send time.
+ * so a broken template is refused at creation, not at send time, and their
+ * compiled form is kept for the sends that use them.
  */
 import type { Queryable } from '../db';
 import { newId } from '../ids';
 import { conflict } from '../http/errors';
-import { compileAll } from './render';
+import { BoundedCache } from './bounded-cache';
+import { compileAll, RenderLimits, Renderers } from './render';
+
+export interface TemplateLimits extends RenderLimits {
+  templatesPerAccount: number;
+}
 
 export interface Template {
   id: string;
@@ -49,11 +55,8 @@ export interface NewTemplate {
   text?: string;
 }
 
-export async function createTemplate(db: Queryable, accountId: string, input: NewTemplate, now: number): Promise<Template> {
-  compileAll(input); // throws a 422 naming the field that does not compile
-  if (await db('templates').where({ account_id: accountId, name: input.name }).first('id')) {
-    throw conflict('template_exists', `a template named '${input.name}' already exists`, 'name');
-  }
+export async function createTemplate(db: Queryable, accountId: string, input: NewTemplate, limits: TemplateLimits, now: number): Promise<Template> {
+  compileAll(input, limits); // throws a 422 naming the field that is too large, too deep or does not compile
   const row: TemplateRow = {
     id: newId('tpl'),
     account_id: accountId,
@@ -64,8 +67,22 @@ export async function createTemplate(db: Queryable, accountId: string, input: Ne
     created_at: now,
     updated_at: now,
   };
-  await db('templates').insert(row);
+  // One transaction (and SQLite's one writer): two creates at once cannot both take the last place.
+  await db.transaction(async (trx) => {
+    await checkRoomFor(trx, accountId, input.name, limits.templatesPerAccount);
+    await trx('templates').insert(row);
+  });
   return toTemplate(row);
+}
+
+async function checkRoomFor(db: Queryable, accountId: string, name: string, cap: number): Promise<void> {
+  if (await db('templates').where({ account_id: accountId, name }).first('id')) {
+    throw conflict('template_exists', `a template named '${name}' already exists`, 'name');
+  }
+  const count = await db('templates').where({ account_id: accountId }).count({ n: '*' }).first();
+  if (Number(count?.n ?? 0) >= cap) {
+    throw conflict('limit_reached', `an account may have at most ${cap} templates; delete one first`);
+  }
 }
 
 export async function getTemplate(db: Queryable, accountId: string, id: string): Promise<Template | undefined> {
@@ -84,5 +101,24 @@ export async function listTemplates(db: Queryable, accountId: string, limit: num
 }
 
 export async function deleteTemplate(db: Queryable, accountId: string, id: string): Promise<boolean> {
+  compiledStored.delete(id);
   return (await db('templates').where({ account_id: accountId, id }).delete()) > 0;
+}
+
+/**
+ * Compiled stored templates by id, at most 200 entries and 16 M source
+ * characters. An entry holds the updated_at it was compiled from, so a
+ * changed template is compiled afresh; a deleted one is dropped.
+ */
+const compiledStored = new BoundedCache<{ updatedAt: number; renderers: Renderers }>(200, 16 * 1024 * 1024);
+
+/** The renderers of a stored template; errors name `template_id`. */
+export function storedRenderers(template: Template, limits: RenderLimits): Renderers {
+  const hit = compiledStored.get(template.id);
+  if (hit && hit.updatedAt === template.updatedAt) return hit.renderers;
+  const fields = { subject: template.subject, html: template.html ?? undefined, text: template.text ?? undefined };
+  const renderers = compileAll(fields, limits, () => 'template_id');
+  const weight = template.subject.length + (template.html?.length ?? 0) + (template.text?.length ?? 0);
+  compiledStored.set(template.id, { updatedAt: template.updatedAt, renderers }, weight);
+  return renderers;
 }

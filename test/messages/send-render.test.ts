@@ -2,7 +2,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { simpleParser } from 'mailparser';
 import { FakeClock } from '../../src/clock';
-import { startTestApp, TestApp } from '../support/app';
+import { createKey, startTestApp, TestApp } from '../support/app';
 import { simpleSend } from './helpers';
 
 const clock = new FakeClock(Date.UTC(2026, 0, 5, 9, 30, 0));
@@ -130,7 +130,9 @@ test('templates cannot reach prototypes or helpers that are not built in', async
 });
 
 test('a stored template is used with template_id, and broken templates are refused when stored', async () => {
-  const created = await app.api.post('/v1/templates', { name: 'welcome', subject: 'Welcome {{name}}', html: '<h1>{{name}}</h1>', text: 'Welcome {{name}}' });
+  // Writing templates needs a live key; the sandbox bootstrap key still sends with them and reads them.
+  const live = app.api.withKey(await createKey(app, 'live', ['messages:send']));
+  const created = await live.post('/v1/templates', { name: 'welcome', subject: 'Welcome {{name}}', html: '<h1>{{name}}</h1>', text: 'Welcome {{name}}' });
   assert.equal(created.status, 201, created.text);
   assert.match(created.body.id, /^tpl_/);
   const [msg] = await sendOk({ from: 'shop@example.com', to: ['t@example.org'], template_id: created.body.id, template_data: { name: '<Tom>' } });
@@ -138,18 +140,18 @@ test('a stored template is used with template_id, and broken templates are refus
   assert.equal(mail.subject, 'Welcome <Tom>');
   assert.match(mail.html as string, /<h1>&lt;Tom&gt;<\/h1>/);
 
-  const dup = await app.api.post('/v1/templates', { name: 'welcome', subject: 's', text: 't' });
+  const dup = await live.post('/v1/templates', { name: 'welcome', subject: 's', text: 't' });
   assert.equal(dup.status, 409);
-  const broken = await app.api.post('/v1/templates', { name: 'broken', subject: 'ok', html: '{{#each}}' });
+  const broken = await live.post('/v1/templates', { name: 'broken', subject: 'ok', html: '{{#each}}' });
   assert.equal(broken.status, 422);
   assert.equal(broken.body.error.param, 'html');
-  const noBody = await app.api.post('/v1/templates', { name: 'nobody', subject: 'ok' });
+  const noBody = await live.post('/v1/templates', { name: 'nobody', subject: 'ok' });
   assert.equal(noBody.status, 422);
 
   const list = await app.api.get('/v1/templates');
   assert.deepEqual(list.body.data.map((t: { name: string }) => t.name), ['welcome']);
   assert.equal((await app.api.get(`/v1/templates/${created.body.id}`)).body.subject, 'Welcome {{name}}');
-  assert.equal((await app.api.delete(`/v1/templates/${created.body.id}`)).status, 200);
+  assert.equal((await live.delete(`/v1/templates/${created.body.id}`)).status, 200);
   assert.equal((await app.api.get(`/v1/templates/${created.body.id}`)).status, 404);
   const gone = await app.api.post('/v1/messages/send', { from: 'shop@example.com', to: ['t@example.org'], template_id: created.body.id });
   assert.equal(gone.status, 422);
