@@ -122,3 +122,11 @@ export async function createKey(app: TestApp, mode: 'test' | 'live', scopes: str
   const { secret } = await createKeyInDb(app.db, { accountId: account.id, name: `${mode} key (${scopes.length} scopes)`, mode, scopes: scopes as Scope[] }, app.deps.clock.now());
   return secret;
 }
+
+/** The Prometheus text from the app's own metrics listener (not the API port). */
+export async function scrapeMetrics(app: App, token?: string): Promise<string> {
+  if (!app.metrics) throw new Error('metrics.enabled is false for this app');
+  const res = await fetch(app.metrics.url, token ? { headers: { authorization: `Bearer ${token}` } } : {});
+  if (res.status !== 200) throw new Error(`metrics scrape answered ${res.status}`);
+  return res.text();
+}
