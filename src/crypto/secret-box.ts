@@ -23,6 +23,7 @@ const VERSION = 'v1';
 
 export class SecretBoxError extends Error {}
 
+// One entry per dataDir (one per app in the process).
 const cache = new Map<string, Buffer>();
 
 /**
