@@ -18,7 +18,7 @@ FROM node:20-bookworm-slim
 ENV NODE_ENV=production
 RUN apt-get update && apt-get install -y --no-install-recommends openssl tini && rm -rf /var/lib/apt/lists/* \
     && groupadd --system pigeon && useradd --system --gid pigeon --home-dir /var/lib/pigeon pigeon \
-    && mkdir -p /var/lib/pigeon && chown pigeon:pigeon /var/lib/pigeon
+    && mkdir -p /var/lib/pigeon && chown pigeon:pigeon /var/lib/pigeon && chmod 0700 /var/lib/pigeon
 WORKDIR /app
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
@@ -31,6 +31,8 @@ COPY config/docker.json /etc/pigeon/pigeon.json
 USER pigeon
 VOLUME ["/var/lib/pigeon"]
 # HTTP API, SMTP submission (STARTTLS; 465 when configured for implicit TLS), inbound bounces.
+# /metrics is not exposed: it listens on 127.0.0.1:9464 inside the container. To scrape it from
+# outside, set metrics.host to 0.0.0.0 and metrics.token, and publish 9464 on a private network.
 # Docker 20.10+ lets this non-root user bind ports below 1024 (ip_unprivileged_port_start=0 in containers).
 EXPOSE 8080 587 465 25
 ENV PIGEON_CONFIG=/etc/pigeon/pigeon.json

@@ -16,7 +16,7 @@ import { newId } from '../src/ids';
 
 async function measure(groupCommit: boolean, concurrency: number, count: number): Promise<{ perSecond: number; prepareMs: number; perCommit: number }> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'pigeon-bench-store-'));
-  const app = await createApp({ dataDir, log: { level: 'warn' }, http: { port: 0 }, smtp: { submission: { port: 0 }, inbound: { port: 0 } }, messages: { groupCommit } });
+  const app = await createApp({ dataDir, log: { level: 'warn' }, http: { port: 0 }, smtp: { submission: { port: 0 }, inbound: { port: 0 } }, metrics: { port: 0 }, messages: { groupCommit } });
   try {
     await Promise.all(app.workers.map((w) => w.stop()));
     const account = await app.db('accounts').first('id');

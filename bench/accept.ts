@@ -44,6 +44,7 @@ interface Stats {
 
 interface Server {
   url: URL;
+  metricsUrl: string;
   key: string;
   stats(): Promise<Stats>;
   stop(): Promise<void>;
@@ -53,6 +54,7 @@ async function startServer(config: Record<string, unknown>): Promise<Server> {
   const bench = await forkBenchServer<ServerReady>('server.js', [JSON.stringify(config)], 'inherit');
   const server: Server = {
     url: new URL(bench.ready.url),
+    metricsUrl: bench.ready.metricsUrl,
     key: bench.ready.key,
     stats: async () => {
       const [stats, groups] = await Promise.all([bench.stats(), groupCounters(server)]);
@@ -125,7 +127,7 @@ interface GroupCounters {
 
 /** The server's own group-commit metrics (messages and transactions so far). */
 async function groupCounters(server: Server): Promise<GroupCounters> {
-  const text = await (await fetch(new URL('/metrics', server.url))).text();
+  const text = await (await fetch(server.metricsUrl)).text();
   const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
   return { sum: value('pigeon_accept_group_messages_sum'), count: value('pigeon_accept_group_messages_count') };
 }

@@ -136,7 +136,7 @@ export async function run(args: string[]): Promise<void> {
   const dir = opts.data ?? fs.mkdtempSync(path.join(os.tmpdir(), 'pigeon-bench-'));
   fs.mkdirSync(dir, { recursive: true });
   const app = await createApp({
-    dataDir: dir, log: { level: 'warn' }, http: { port: 0 }, smtp: { submission: { port: 0 }, inbound: { port: 0 } },
+    dataDir: dir, log: { level: 'warn' }, http: { port: 0 }, smtp: { submission: { port: 0 }, inbound: { port: 0 } }, metrics: { port: 0 },
     database: { synchronous: 'NORMAL' }, rateLimit: { requestsPerSecond: 1e6, burst: 1e6 }, suppressions: { uploadMaxBytes: 512 * 2 ** 20 },
   }, { logStream: new Writable({ write: (_c, _e, cb) => cb() }) });
   try {

@@ -30,6 +30,7 @@ async function main(): Promise<void> {
     log: { level: 'warn' },
     http: { port: 0 },
     smtp: { submission: { port: 0 }, inbound: { port: 0 } },
+    metrics: { port: 0 },
     rateLimit: { requestsPerSecond: 1e6, burst: 1e6 },
   });
   if (process.argv[3] === 'accept-only') await Promise.all(app.workers.map((w) => w.stop()));

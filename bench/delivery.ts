@@ -54,7 +54,8 @@ interface Row {
 const serverConfig = (dnsAddress: string, port: number, messagesPerConnection: number) => ({
   hostname: 'mta.bench',
   dns: { servers: [dnsAddress] },
-  delivery: { port, messagesPerConnection },
+  // the recipient side is a loopback sink
+  delivery: { port, messagesPerConnection, allowPrivateTargets: true },
   ips: [{ address: '127.0.0.1', hostname: 'out.mta.bench' }],
 });
 

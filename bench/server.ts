@@ -19,6 +19,8 @@ export interface ServerReady {
   key: string;
   /** the SMTP submission port */
   smtpPort: number;
+  /** the Prometheus listener's /metrics URL */
+  metricsUrl: string;
 }
 
 async function main(): Promise<void> {
@@ -26,7 +28,7 @@ async function main(): Promise<void> {
   const smtp = (overrides.smtp ?? {}) as { submission?: Record<string, unknown> };
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'pigeon-bench-'));
   const app = await createApp(
-    { ...overrides, dataDir, log: { level: 'warn' }, http: { port: 0 }, smtp: { submission: { ...smtp.submission, port: 0 }, inbound: { port: 0 } }, rateLimit: { requestsPerSecond: 1e6, burst: 1e6 } },
+    { ...overrides, dataDir, log: { level: 'warn' }, http: { port: 0 }, smtp: { submission: { ...smtp.submission, port: 0 }, inbound: { port: 0 } }, metrics: { port: 0 }, rateLimit: { requestsPerSecond: 1e6, burst: 1e6 } },
     {},
   );
   await Promise.all(app.workers.map((w) => w.stop()));
@@ -45,7 +47,7 @@ async function main(): Promise<void> {
       process.exit(0);
     }
   });
-  process.send?.({ type: 'ready', url: app.http.url, key: secret, smtpPort: app.listeners['smtp-submission'].port } satisfies ServerReady);
+  process.send?.({ type: 'ready', url: app.http.url, key: secret, smtpPort: app.listeners['smtp-submission'].port, metricsUrl: app.metrics?.url ?? '' } satisfies ServerReady);
 }
 
 main().catch((err) => {

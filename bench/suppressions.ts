@@ -47,7 +47,7 @@ export async function run(args: string[]): Promise<void> {
   const rows = Number(argValue(args, 'rows') ?? 1_000_000);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pigeon-bench-'));
   const app = await createApp({
-    dataDir: dir, log: { level: 'warn' }, http: { port: 0 }, smtp: { submission: { port: 0 }, inbound: { port: 0 } },
+    dataDir: dir, log: { level: 'warn' }, http: { port: 0 }, smtp: { submission: { port: 0 }, inbound: { port: 0 } }, metrics: { port: 0 },
     suppressions: { uploadMaxBytes: 512 * 2 ** 20 },
   }, { logStream: new Writable({ write: (_c, _e, cb) => cb() }) });
   try {

@@ -12,7 +12,7 @@ import { Config, ConfigInput, parseConfig } from './config';
 import { Db, migrateLatest, openDatabase } from './db';
 import type { AppDeps } from './deps';
 import { createLogger } from './logger';
-import { createMetrics } from './metrics';
+import { createMetrics, MetricsListener, startMetricsListener } from './metrics';
 import { Signals } from './signals';
 import { SecuritySettings } from './auth/settings';
 import { AuthFailureLimiter, TokenBuckets } from './auth/rate-limit';
@@ -34,6 +34,8 @@ export interface App {
   deps: AppDeps;
   db: Db;
   http: { server: http.Server; port: number; url: string };
+  /** The Prometheus listener (metrics.host:metrics.port); absent when metrics.enabled is false. */
+  metrics?: MetricsListener;
   listeners: Record<string, Listener>;
   workers: Worker[];
   /** The sandbox key created on first start (only on the start that made it). */
@@ -64,8 +66,10 @@ export async function createApp(input: Config | ConfigInput = {}, options: AppOp
   for (const sink of MODULES.flatMap((m) => m.eventSinks ?? [])) addEventSink(sink);
   const workers: Worker[] = MODULES.flatMap((m) => m.workers?.(deps) ?? []);
   const listeners: Record<string, Listener> = {};
+  let metrics: MetricsListener | undefined;
   try {
     for (const m of MODULES) for (const l of (await m.listeners?.(deps)) ?? []) listeners[l.name] = l;
+    if (config.metrics.enabled) metrics = listeners.metrics = await startMetricsListener(config.metrics, deps.metrics.registry);
   } catch (err) {
     // a listener that cannot start (port taken, bad certificate) must not leave the others and the database open
     await Promise.all(Object.values(listeners).map((l) => l.close()));
@@ -98,6 +102,7 @@ export async function createApp(input: Config | ConfigInput = {}, options: AppOp
     deps,
     db,
     http: { server, port, url: `http://${formatHost(config.http.host)}:${port}` },
+    metrics,
     listeners,
     workers,
     bootstrapKey,

@@ -4,10 +4,10 @@
  * waits for a lock instead of failing, and the configured fsync policy.
  * Migrations live in /migrations and run at start and by `pigeon migrate`.
  */
-import fs from 'node:fs';
 import path from 'node:path';
 import knex, { Knex } from 'knex';
 import type { Config } from './config';
+import { ensurePrivateDir, ensurePrivateFile } from './util/private-fs';
 
 export type Db = Knex;
 export type Tx = Knex.Transaction;
@@ -21,7 +21,9 @@ export function databaseFile(config: Config): string {
 }
 
 export function openDatabase(config: Config, filename = databaseFile(config)): Db {
-  fs.mkdirSync(path.dirname(filename), { recursive: true });
+  // 0700 directory, 0600 database (and so -wal/-shm), whatever the umask.
+  ensurePrivateDir(path.dirname(filename));
+  ensurePrivateFile(filename);
   const { synchronous, busyTimeoutMs } = config.database;
   return knex({
     client: 'sqlite3',

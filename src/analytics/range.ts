@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { badRequest } from '../http/errors';
 import type { Mode } from '../auth/scopes';
 import { DAY, HOUR } from './rollup';
-import { isTimeZone, wallToInstant } from './time';
+import { canonicalTimeZone, wallToInstant } from './time';
 
 export const MAX_RANGE_DAYS = 400;
 export const DEFAULT_RANGE_DAYS = 7;
@@ -86,10 +86,11 @@ const invalid = (param: string, message: string) => badRequest('invalid_paramete
 
 /** Validates the range and filters; throws 400 naming the parameter. */
 export function resolveQuery(q: RangeQueryInput, caller: { accountId: string; mode: Mode }, now: number): AnalyticsScope {
-  if (!isTimeZone(q.tz)) throw invalid('tz', `unknown time zone '${q.tz}' (use an IANA name such as Europe/Berlin)`);
-  const to = q.to === undefined ? now : parseInstant(q.to, q.tz, true);
+  const tz = canonicalTimeZone(q.tz);
+  if (!tz) throw invalid('tz', `unknown time zone '${q.tz}' (use an IANA name such as Europe/Berlin)`);
+  const to = q.to === undefined ? now : parseInstant(q.to, tz, true);
   if (to === undefined) throw invalid('to', 'expected an ISO 8601 date (2026-01-31) or date-time (2026-01-31T12:00:00Z)');
-  const from = q.from === undefined ? to - DEFAULT_RANGE_DAYS * DAY : parseInstant(q.from, q.tz, false);
+  const from = q.from === undefined ? to - DEFAULT_RANGE_DAYS * DAY : parseInstant(q.from, tz, false);
   if (from === undefined) throw invalid('from', 'expected an ISO 8601 date (2026-01-01) or date-time (2026-01-01T00:00:00Z)');
   // A date-time is widened to whole hours. A date's midnight is rounded up, like
   // day buckets: an hour belongs to the day its start falls in (:30 zones).
@@ -105,6 +106,6 @@ export function resolveQuery(q: RangeQueryInput, caller: { accountId: string; mo
     ipPool: q.ip_pool,
     from: start,
     to: end,
-    tz: q.tz,
+    tz,
   };
 }

@@ -99,6 +99,7 @@ const DOMAINS_KEY = ['account_id', 'mode', 'tag', 'grain', 'bucket', 'recipient_
  * runs for every event, and building it with the query builder each time cost
  * more than executing it.
  */
+// Keyed by table, columns and batch size (our own shapes, not request input): a few dozen.
 const statements = new Map<string, string>();
 
 function upsertSql(table: string, key: string[], metrics: Metric[], rows: number): string {

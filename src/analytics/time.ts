@@ -6,31 +6,48 @@
  * whole number of hours (DST included); in zones with :30/:45 offsets a local
  * day starts at the first whole UTC hour inside it.
  */
+import { LruMap } from '../util/lru';
 import { DAY, HOUR } from './rollup';
 
-const formatters = new Map<string, Intl.DateTimeFormat>();
+// Keyed by canonical zone name ('Europe/Berlin', never 'europe/BERLIN'), so case
+// variants share one entry; bounded at 64 zones (~20 KB each), least recently used out.
+const formatters = new LruMap<string, Intl.DateTimeFormat>(64);
+
+const newFormatter = (tz: string): Intl.DateTimeFormat =>
+  new Intl.DateTimeFormat('en-US', {
+    timeZone: tz, hourCycle: 'h23', year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: 'numeric', second: 'numeric',
+  });
 
 function formatter(tz: string): Intl.DateTimeFormat {
   let f = formatters.get(tz);
   if (!f) {
-    f = new Intl.DateTimeFormat('en-US', {
-      timeZone: tz, hourCycle: 'h23', year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: 'numeric', second: 'numeric',
-    });
-    formatters.set(tz, f);
+    f = newFormatter(tz);
+    formatters.set(f.resolvedOptions().timeZone, f);
   }
   return f;
 }
 
-/** True for an IANA zone name this runtime knows ('UTC', 'Europe/Berlin'…). */
-export function isTimeZone(tz: string): boolean {
-  if (!tz || tz.length > 64) return false;
+/**
+ * The canonical name of an IANA zone this runtime knows ('europe/berlin' →
+ * 'Europe/Berlin', 'utc' → 'UTC'), or undefined. Callers keep the canonical
+ * name, so every later lookup hits the cache.
+ */
+export function canonicalTimeZone(tz: string): string | undefined {
+  if (!tz || tz.length > 64) return undefined;
   try {
-    formatter(tz);
-    return true;
+    return newFormatter(tz).resolvedOptions().timeZone;
   } catch {
-    return false;
+    return undefined;
   }
 }
+
+/** True for an IANA zone name this runtime knows ('UTC', 'Europe/Berlin'…). */
+export function isTimeZone(tz: string): boolean {
+  return canonicalTimeZone(tz) !== undefined;
+}
+
+/** How many zones have a cached formatter (at most 64). */
+export const cachedTimeZones = (): number => formatters.size;
 
 /** Offset of `tz` from UTC at instant `ms`, in ms (local = utc + offset). */
 export function offsetAt(ms: number, tz: string): number {

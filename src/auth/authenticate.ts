@@ -1,7 +1,11 @@
 /**
  * Who is calling: Bearer key → key record → account, then the checks in the
  * order a caller can act on them: 401 (key), 403 (IP allowlist), 429 (rate),
- * 403 (scope). Repeated failures from one address get 429 before any lookup.
+ * 403 (scope). Repeated failures from one address throttle failures only: while
+ * the address is throttled a valid key still authenticates, and anything else
+ * gets 429 instead of 401, so a guesser learns nothing more than a valid key
+ * would tell it anyway (keys carry 238 random bits; the throttle bounds work
+ * and noise, it is not what makes a key unguessable).
  */
 import type { Context } from 'koa';
 import type { Clock } from '../clock';
@@ -45,11 +49,11 @@ export function rateLimitHeaders(state: BucketState): Record<string, string> {
 export function createAuthenticator(deps: AuthDeps) {
   return async function authenticate(ctx: Context, scope: Scope): Promise<Caller> {
     const state = ctx.state as RequestState;
-    const blocked = deps.failures.blockedFor(state.clientIp);
-    if (blocked) throw tooManyFailures(blocked);
     const secret = bearerToken(ctx.get('authorization'));
     const key = secret === undefined ? unauthorized('missing_api_key', 'Authorization: Bearer <API key> is required') : await verifySecret(deps, secret);
     if (key instanceof ApiError) {
+      const blocked = deps.failures.blockedFor(state.clientIp);
+      if (blocked) throw tooManyFailures(blocked);
       if (secret !== undefined) deps.failures.recordFailure(state.clientIp);
       throw key;
     }

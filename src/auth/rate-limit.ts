@@ -4,6 +4,7 @@
  * memory on purpose: it protects this process and resets harmlessly on restart.
  */
 import type { Clock } from '../clock';
+import { LruMap } from '../util/lru';
 
 export interface BucketState {
   allowed: boolean;
@@ -33,7 +34,9 @@ export class TokenBuckets {
     const allowed = b.tokens >= 1;
     if (allowed) b.tokens -= 1;
     this.buckets.set(key, b);
-    if (this.buckets.size > 100_000) this.buckets.clear(); // bound memory under key churn
+    // Bounded: keyed by the ids of keys that authenticated (never by what a caller sends),
+    // and cleared at 100,000 ids under key churn.
+    if (this.buckets.size > 100_000) this.buckets.clear();
     return {
       allowed,
       limit: this.burst,
@@ -45,33 +48,60 @@ export class TokenBuckets {
   }
 }
 
-/** Counts failed authentications per address over a sliding minute. */
+/**
+ * Counts failed authentications per address over a sliding minute. Only
+ * failures are throttled: a valid key still works from a throttled address
+ * (a neighbour behind the same NAT guessing keys must not lock out the real
+ * client), while every invalid key from it is refused without counting.
+ */
 export class AuthFailureLimiter {
-  private readonly failures = new Map<string, number[]>();
+  static readonly MAX_ADDRESSES = 10_000;
+  // Bounded: at most MAX_ADDRESSES addresses (least recently failed dropped first), each
+  // holding at most `perMinute` timestamps; expired ones are swept once a minute.
+  private readonly failures = new LruMap<string, number[]>(AuthFailureLimiter.MAX_ADDRESSES);
+  private sweptAt = 0;
 
   constructor(
     private readonly clock: Clock,
     private readonly perMinute: number,
   ) {}
 
+  /** How many addresses are remembered (for tests and the docs' bound). */
+  get size(): number {
+    return this.failures.size;
+  }
+
   private recent(address: string): number[] {
     const cutoff = this.clock.now() - 60_000;
     const list = (this.failures.get(address) ?? []).filter((t) => t > cutoff);
-    if (list.length) this.failures.set(address, list);
-    else this.failures.delete(address);
+    if (!list.length) this.failures.delete(address);
     return list;
   }
 
-  /** Seconds to wait before this address may try again, or 0. */
+  /** Seconds to wait before this address may fail again, or 0. */
   blockedFor(address: string): number {
     const list = this.recent(address);
     if (list.length < this.perMinute) return 0;
-    return Math.max(1, Math.ceil((list[0] + 60_000 - this.clock.now()) / 1000));
+    return Math.max(1, Math.ceil((list[list.length - this.perMinute] + 60_000 - this.clock.now()) / 1000));
   }
 
   recordFailure(address: string): void {
     const list = this.recent(address);
     list.push(this.clock.now());
-    this.failures.set(address, list);
+    // Only the newest perMinute failures decide when the block lifts.
+    this.failures.set(address, list.slice(-this.perMinute));
+    this.sweepEveryMinute();
+  }
+
+  /** Drops addresses whose failures have all expired; at most once a minute, so a flood costs O(1) per failure. */
+  private sweepEveryMinute(): void {
+    const now = this.clock.now();
+    if (now - this.sweptAt < 60_000) return;
+    this.sweptAt = now;
+    const cutoff = now - 60_000;
+    for (const address of [...this.failures.keys()]) {
+      const list = this.failures.peek(address);
+      if (list && list[list.length - 1] <= cutoff) this.failures.delete(address);
+    }
   }
 }

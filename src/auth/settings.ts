@@ -6,6 +6,7 @@ import { fromJson, toJson } from '../db';
 const CACHE_MS = 2_000;
 
 export class SecuritySettings {
+  // Bounded by the number of accounts: keyed by the account of a key that authenticated.
   private readonly cache = new Map<string, { entries: string[]; at: number }>();
 
   constructor(

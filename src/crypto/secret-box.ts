@@ -13,6 +13,7 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { ensurePrivateDir } from '../util/private-fs';
 
 export const MASTER_KEY_FILE = 'secret.key';
 const MASTER_KEY_BYTES = 32;
@@ -22,6 +23,7 @@ const VERSION = 'v1';
 
 export class SecretBoxError extends Error {}
 
+// One entry per dataDir (one per app in the process).
 const cache = new Map<string, Buffer>();
 
 /**
@@ -44,7 +46,7 @@ export function loadOrCreateMasterKey(dataDir: string): Buffer {
 }
 
 function create(file: string): void {
-  fs.mkdirSync(path.dirname(file), { recursive: true });
+  ensurePrivateDir(path.dirname(file));
   const tmp = `${file}.${process.pid}.${crypto.randomBytes(4).toString('hex')}.tmp`;
   const fd = fs.openSync(tmp, 'wx', 0o600);
   try {

@@ -47,6 +47,7 @@ interface Signed {
 
 export class ContentPreparer {
   /** Shared contents signed and not yet stored: siblings in flight together use one signature. */
+  // Bounded by the messages in flight (delivery.concurrency); entries are removed once stored.
   private readonly signing = new Map<string, Promise<Signed>>();
 
   constructor(private readonly deps: ContentDeps) {}

@@ -37,6 +37,7 @@ interface MailauthSignResult {
  */
 const tools = require('mailauth/lib/tools') as { getPrivateKey: (pem: string | Buffer) => KeyObject; defaultDKIMFieldNames: string };
 const parsePrivateKey = tools.getPrivateKey;
+// Keyed by PEM of our own domains' keys; cleared at 1,000.
 const parsedKeys = new Map<string, KeyObject>();
 tools.getPrivateKey = (pem) => {
   const id = typeof pem === 'string' ? pem : pem.toString('latin1');
@@ -86,6 +87,7 @@ export async function signMessage(raw: Buffer, key: SigningKey, now: number): Pr
  * would cost more than the signature. A rotated key is picked up within ttlMs.
  */
 export function cachedSigningKeys(lookup: () => SigningKeyLookup, now: () => number, ttlMs = 60_000): SigningKeyLookup {
+  // Keyed by sending domain id; cleared at 10,000, entries expire after ttlMs.
   const cache = new Map<string, { key: Promise<SigningKey | null>; expires: number }>();
   return (accountId, domain) => {
     const id = `${accountId} ${domain}`;

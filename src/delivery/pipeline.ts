@@ -59,10 +59,11 @@ export async function deliver(job: Job, deps: PipelineDeps): Promise<Outcome> {
 
 /** 2xx delivered, 4xx deferred, 5xx bounced with the rules' type and category. */
 export function classify(o: SmtpOutcome, rules: (reply: Reply) => BounceClass): Outcome {
-  const { kind, notAboutAddress, complaint, ...attempt } = o;
+  const { kind, notAboutAddress, complaint, refusedByPolicy, ...attempt } = o;
   if (kind === 'delivered') return { kind, attempt, ...(complaint ? { complaint } : {}) };
   if (kind === 'deferred') return { kind, attempt, diagnostic: o.response };
-  const rule = rules(o);
+  // Our own refusal says nothing about the address: not suppressed.
+  const rule: BounceClass = refusedByPolicy ? { type: 'hard', category: 'policy', suppress: false } : rules(o);
   return {
     kind: 'bounced',
     attempt,

@@ -41,6 +41,8 @@ const routeKey = (r: Route): string => `${r.source} ${r.host}`;
 export class SmtpPool {
   private readonly idle = new Map<string, Entry[]>();
   private readonly entries = new Map<SmtpClient, Entry>();
+  // idle/entries/perHost/perSource hold open connections only (zero counts are deleted):
+  // bounded by delivery.maxConnectionsPerIp × the number of source addresses.
   private readonly perHost = new Map<string, number>();
   private readonly perSource = new Map<string, number>();
   private waiters: Array<() => void> = [];

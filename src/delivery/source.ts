@@ -11,6 +11,7 @@
  */
 import type { Clock } from '../clock';
 import type { Config } from '../config';
+import { LruMap } from '../util/lru';
 import type { Queryable } from '../db';
 import { DEFAULT_POOL } from '../pools/lookup';
 import type { Job, SmtpOutcome, Source, SourceChoice, SourceRoute } from './types';
@@ -26,7 +27,8 @@ export const nothingToSettle: SourceSettled = async () => {};
 const EMPTY_POOL_RETRY_MS = 5 * 60_000;
 
 export function createSourcePicker(deps: { db: Queryable; config: Config; clock: Clock }): PickSource {
-  const turns = new Map<string, number>();
+  // Round-robin position per account and pool: at most 10,000 (a forgotten one restarts at the first address).
+  const turns = new LruMap<string, number>(10_000);
   return async (job) => {
     const pool = job.ipPool || DEFAULT_POOL;
     const members = pool === DEFAULT_POOL ? deps.config.ips : await poolMembers(deps.db, deps.config, job.accountId, pool);

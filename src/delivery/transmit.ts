@@ -5,10 +5,17 @@
  * passes the message to the next one. Once a host has answered the envelope,
  * its answer is the answer: 2xx delivered, 4xx deferred, 5xx bounced (the
  * classify step decides hard or soft). Everything comes back as a value.
+ *
+ * Only public addresses are dialled (net/address-class.ts, the webhook guard's
+ * rules) unless `delivery.allowPrivateTargets` is set: a recipient domain must
+ * not turn the MTA into a probe of the operator's network. A host whose every
+ * address is private is skipped; when no host was dialled because of that,
+ * the message hard-bounces with category policy, naming the address.
  */
 import net from 'node:net';
 import type { Clock } from '../clock';
 import type { Config } from '../config';
+import { describeAddress, isPublicAddress } from '../net/address-class';
 import { parseReply } from './classify';
 import type { MxHost, MxResolver } from './mx';
 import { SmtpClient, type SmtpError } from './smtp-client';
@@ -44,14 +51,23 @@ export function createSmtpTransport(deps: SmtpTransportDeps): Transmit {
     });
     const family = net.isIPv6(source.address) ? 6 : 4;
     let last = { mx: null as string | null, response: `no MX host of ${job.recipientDomain} could be reached`, code: null as number | null, enhancedCode: null as string | null };
+    let refused: { mx: string; response: string } | undefined;
+    let onlyRefused = true; // no host was dialled or failed to resolve for another reason
     for (const host of hosts) {
       const addresses = await deps.mx.addresses(host.name, family);
       if (addresses.kind === 'none') {
         last = { mx: host.name, response: addresses.diagnostic, code: null, enhancedCode: null };
+        onlyRefused &&= !addresses.temporary;
         continue;
       }
+      const dialable = deps.config.delivery.allowPrivateTargets ? addresses.addresses : addresses.addresses.filter(isPublicAddress);
+      if (!dialable.length) {
+        refused ??= { mx: host.name, response: privateTargetDiagnostic(job.recipientDomain, host.name, addresses.addresses[0]) };
+        continue;
+      }
+      onlyRefused = false;
       const route: Route = { source: source.address, host: host.name };
-      const open = () => connectAny(deps.config, host.name, addresses.addresses, source);
+      const open = () => connectAny(deps.config, host.name, dialable, source);
       const lease = await deps.pool.acquire(route, open);
       if ('error' in lease) {
         last = { mx: host.name, ...describeError(lease.error) };
@@ -64,8 +80,13 @@ export function createSmtpTransport(deps: SmtpTransportDeps): Transmit {
       const envelope = { from: deps.returnPath(job.id), to: job.toEmail, size: raw.length, use8BitMime: hasEightBit(raw) };
       return done({ mx: host.name, ...(await sendWithRetry(deps.pool, route, open, lease, envelope, raw)) });
     }
+    if (refused && onlyRefused) return done({ kind: 'bounced', tls: false, refusedByPolicy: true, code: 550, enhancedCode: '5.7.0', ...refused });
     return done({ kind: 'deferred', tls: false, ...last });
   };
+}
+
+function privateTargetDiagnostic(domain: string, host: string, address: string): string {
+  return `550 5.7.0 not dialled: MX ${host} of ${domain} resolves to ${describeAddress(address)}; delivery to non-public addresses is refused (delivery.allowPrivateTargets)`;
 }
 
 type Envelope = Parameters<SmtpClient['send']>[0];

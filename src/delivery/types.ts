@@ -71,6 +71,8 @@ export interface SmtpOutcome extends AttemptInfo {
   kind: 'delivered' | 'deferred' | 'bounced';
   /** set when the failure is about the message, not the address (e.g. over the remote SIZE) */
   notAboutAddress?: boolean;
+  /** the MTA refused to dial the MX (a non-public address): a hard bounce of category policy */
+  refusedByPolicy?: boolean;
   /** sandbox simulator: a complaint follows the delivery */
   complaint?: { feedbackType: string };
 }

@@ -17,6 +17,7 @@ const LOCAL_PART = /^b\+(msg_[0-9a-hjkmnp-tv-z]{26})-([0-9a-f]{16})$/;
 
 export const bounceDomain = (config: VerpConfig): string => (config.delivery.bounceDomain || config.hostname).toLowerCase();
 
+// One entry per dataDir (one per app in the process).
 const keys = new Map<string, Buffer>();
 
 function tag(config: VerpConfig, messageId: string): string {

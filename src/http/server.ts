@@ -1,7 +1,8 @@
 /**
- * The Koa application: global middleware, system routes (/healthz, /metrics,
- * /docs, /v1/openapi.json), every module's /v1 routes, 501 stand-ins for SPEC
- * endpoints not built yet, and 404/405 in the error shape.
+ * The Koa application: global middleware, system routes (/healthz, /docs,
+ * /v1/openapi.json), every module's /v1 routes, 501 stand-ins for SPEC
+ * endpoints not built yet, and 404/405 in the error shape. /metrics is not
+ * here: it has its own listener (metrics.ts), off the API port.
  */
 import Koa from 'koa';
 import Router from '@koa/router';
@@ -64,10 +65,6 @@ function systemRoutes(deps: AppDeps, api: ApiRouter): Router {
       ctx.status = 503;
       ctx.body = { status: 'unavailable', reason: 'database unreachable' };
     }
-  });
-  router.get('/metrics', async (ctx) => {
-    ctx.type = deps.metrics.registry.contentType;
-    ctx.body = await deps.metrics.registry.metrics();
   });
   router.get('/v1/openapi.json', (ctx) => {
     openapi ??= buildOpenApi(api.routes, deps.config.http.publicUrl, VERSION);

@@ -1,9 +1,10 @@
 /**
  * SMTP AUTH with an API key as the password (the user name is free; the docs
- * say `apikey`). The checks and their order are the API's: repeated failures
- * from one address are refused before any lookup, then the key (malformed,
+ * say `apikey`). The checks and their order are the API's: the key (malformed,
  * unknown, revoked), the account's IP allowlist (the API's `isAllowed`), and
- * the `messages:send` scope. Only bad keys count as failures, as on the API.
+ * the `messages:send` scope. Only bad keys count as failures, as on the API,
+ * and only failures are throttled: a valid key logs in from a throttled
+ * address, a bad one gets 454 and the connection closes.
  * The session keeps the key's id and account, never the key itself.
  */
 import type { AppDeps } from '../deps';
@@ -31,11 +32,11 @@ function blocked(seconds: number): LoginResult {
 }
 
 export async function login(deps: AppDeps, password: string, clientIp: string): Promise<LoginResult> {
-  const wait = deps.failures.blockedFor(clientIp);
-  if (wait) return blocked(wait);
   const key = await verifySecret(deps, password.trim());
   const account = key instanceof ApiError ? undefined : await getAccount(deps.db, key.accountId);
   if (key instanceof ApiError || !account) {
+    const wait = deps.failures.blockedFor(clientIp);
+    if (wait) return blocked(wait);
     deps.failures.recordFailure(clientIp);
     const after = deps.failures.blockedFor(clientIp);
     if (after) return blocked(after);

@@ -16,6 +16,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import type { Config } from '../config';
+import { ensurePrivateDir } from '../util/private-fs';
 
 export interface TlsMaterial {
   key: string;
@@ -45,7 +46,7 @@ export async function loadTls(config: Config, now: number): Promise<TlsMaterial>
   const existing = readSelfSigned(file, now);
   if (existing) return existing;
   const pem = await generate(config);
-  fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+  ensurePrivateDir(path.dirname(file));
   writeAtomically(file, pem);
   const made = readSelfSigned(file, now);
   if (!made) throw new Error(`openssl produced an unusable certificate in ${file}`);

@@ -32,6 +32,7 @@ export interface AttemptInput {
 
 type AttemptConfig = Pick<Config, 'dns' | 'webhooks'>;
 
+// Keyed by the operator's CA file setting: one entry per configured file.
 const caCache = new Map<string, string[]>();
 
 /** System roots plus the operator's extra CA file (node's `ca` replaces the roots otherwise). */

@@ -3,7 +3,7 @@
  * customer's behalf from inside the operator's network, so it must not reach
  * loopback, private, link-local, CGNAT, multicast or reserved addresses (cloud
  * metadata at 169.254.169.254, the admin panel on 10.0.0.1, the appliance's own
- * API). The check runs when a URL is saved and again before every attempt, and
+ * API), nor IPv6 forms that embed one (net/address-class.ts, shared with the MTA). The check runs when a URL is saved and again before every attempt, and
  * the connection goes to the very address that was checked (see sender.ts), so
  * a DNS answer that changes between check and connect (rebinding) cannot slip
  * a private address in.
@@ -17,9 +17,9 @@
  */
 import { promises as dnsPromises } from 'node:dns';
 import net from 'node:net';
-import ipaddr from 'ipaddr.js';
 import type { Config } from '../config';
 import { createResolver, DnsError } from '../dns/resolver';
+import { describeAddress, isPublicAddress } from '../net/address-class';
 
 export interface TargetCheck {
   ok: true;
@@ -39,12 +39,7 @@ export interface TargetRefusal {
 
 type GuardConfig = Pick<Config, 'dns' | 'webhooks'>;
 
-/** Only plain public unicast passes; ipaddr.js names every special-purpose block. */
-export function isPublicAddress(address: string): boolean {
-  if (!ipaddr.isValid(address)) return false;
-  // process() turns ::ffff:10.0.0.1 into 10.0.0.1, so mapped addresses are judged as IPv4.
-  return ipaddr.process(address).range() === 'unicast';
-}
+export { isPublicAddress };
 
 /** Scheme, credentials and shape of a webhook URL, before any lookup. */
 export function checkUrlShape(raw: string, allowHttp: boolean): URL | TargetRefusal {
@@ -83,8 +78,7 @@ export async function checkTarget(raw: string, config: GuardConfig): Promise<Tar
     // Any non-public answer refuses the URL: otherwise the receiver could pick which one we use.
     const bad = addresses.find((a) => !isPublicAddress(a));
     if (bad) {
-      const range = ipaddr.isValid(bad) ? ipaddr.process(bad).range() : 'invalid';
-      return { ok: false, code: 'private_target', message: `the host ${host} resolves to ${bad}, a ${range} address; webhooks may only reach public addresses` };
+      return { ok: false, code: 'private_target', message: `the host ${host} resolves to ${describeAddress(bad)}; webhooks may only reach public addresses` };
     }
   }
   const address = addresses[0];

@@ -53,6 +53,7 @@ export interface WebhookRow {
   updated_at: number;
 }
 
+// One entry per dataDir (one per app in the process).
 const boxKeys = new Map<string, Buffer>();
 
 /** The key that seals webhook secrets, from the dataDir's master key. */

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { buildBuckets, isTimeZone, localIso, wallToInstant } from '../../src/analytics/time';
+import { buildBuckets, cachedTimeZones, isTimeZone, localIso, offsetAt, wallToInstant } from '../../src/analytics/time';
 import { parseInstant, resolveQuery } from '../../src/analytics/range';
 import { rangeParts } from '../../src/analytics/queries';
 import { ApiError } from '../../src/http/errors';
@@ -62,6 +62,24 @@ test('dates and date-times are parsed as ISO 8601, in the zone when they carry n
   }
   assert.equal(isTimeZone('Europe/Berlin'), true);
   assert.equal(isTimeZone('Europe/Atlantis'), false);
+});
+
+test('12,000 case variants of one zone name share one cached formatter, and the answer names the canonical zone', () => {
+  const zone = 'Pacific/Port_Moresby';
+  const before = cachedTimeZones();
+  for (let n = 0; n < 12_000; n++) {
+    // bit i of n picks the case of letter i: 12,000 distinct spellings
+    const variant = [...zone].map((c, i) => ((n >> i) & 1 ? c.toUpperCase() : c.toLowerCase())).join('');
+    const scope = resolveQuery({ tz: variant, from: '2026-01-01', to: '2026-01-02' }, caller, Date.UTC(2026, 5, 1));
+    assert.equal(scope.tz, zone);
+    offsetAt(scope.from, scope.tz);
+  }
+  assert.ok(cachedTimeZones() <= before + 1, `${cachedTimeZones() - before} formatters added`);
+});
+
+test('formatters for many distinct zones stay bounded at 64', () => {
+  for (const tz of Intl.supportedValuesOf('timeZone')) offsetAt(0, tz);
+  assert.ok(cachedTimeZones() <= 64, `${cachedTimeZones()} formatters cached`);
 });
 
 test('bad ranges are 400s naming the parameter', () => {

@@ -73,7 +73,8 @@ describe('crash safety', () => {
       http: { port: 0 },
       smtp: { submission: { port: 0 }, inbound: { port: 0 } },
       dns: { servers: [dns.address], timeoutMs: 500 },
-      delivery: { port: sink.port, concurrency: CONCURRENCY },
+      delivery: { port: sink.port, concurrency: CONCURRENCY, allowPrivateTargets: true },
+      metrics: { port: 0 },
       ips: [{ address: '127.0.0.1', hostname: 'out.crash.test' }],
       rateLimit: { requestsPerSecond: 100_000, burst: 100_000 },
     }));

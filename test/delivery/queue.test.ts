@@ -9,7 +9,7 @@ import { ownTransaction } from '../../src/delivery/commit';
 import { claim } from '../../src/delivery/queue';
 import { recordOutcome } from '../../src/delivery/record';
 import type { Outcome } from '../../src/delivery/types';
-import { testConfig } from '../support/app';
+import { scrapeMetrics, testConfig } from '../support/app';
 import { startSmtpSink } from '../support/smtp-sink';
 import { deliveryConfig, eventsOf, messageRow, pointMx, sendMessage, startWorld } from './world';
 
@@ -112,7 +112,7 @@ describe('queue', () => {
       await sendMessage(world, { to: 'later@dest.test' });
       await sendMessage(world, { to: 'tomorrow@dest.test', sendAt: world.clock.now() + 86_400_000 });
       await world.mta.runOnce();
-      const text = await (await fetch(`${world.app.http.url}/metrics`)).text();
+      const text = await scrapeMetrics(world.app);
       assert.match(text, /^pigeon_queue_messages\{status="deferred"\} 1$/m);
       assert.match(text, /^pigeon_queue_messages\{status="scheduled"\} 1$/m);
       assert.match(text, /^pigeon_queue_messages\{status="queued"\} 0$/m);

@@ -10,7 +10,7 @@ import { runCli, startServer } from '../support/cli';
 function tempConfig(extra: object = {}): { file: string; dir: string } {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pigeon-cli-'));
   const file = path.join(dir, 'config.json');
-  fs.writeFileSync(file, JSON.stringify({ dataDir: path.join(dir, 'data'), http: { port: 0 }, smtp: { submission: { port: 0 }, inbound: { port: 0 } }, ...extra }));
+  fs.writeFileSync(file, JSON.stringify({ dataDir: path.join(dir, 'data'), http: { port: 0 }, smtp: { submission: { port: 0 }, inbound: { port: 0 } }, metrics: { port: 0 }, ...extra }));
   return { file, dir };
 }
 

@@ -5,6 +5,8 @@ import { startTestApp, createKey, liveApi, ApiClient, TestApp } from '../support
 import { SCOPES } from '../../src/auth/scopes';
 import { createAccount } from '../../src/auth/accounts';
 import { createKey as createKeyInDb } from '../../src/auth/keys';
+import { AuthFailureLimiter } from '../../src/auth/rate-limit';
+import { FakeClock } from '../../src/clock';
 
 /** One route per scope, each a GET or harmless call that needs exactly that scope. */
 const ROUTE_FOR_SCOPE: Record<string, [string, string]> = {
@@ -118,18 +120,33 @@ describe('authentication', () => {
 });
 
 describe('failed authentication is slowed down per address', () => {
-  test('after the configured number of failures, even a valid key gets 429 with Retry-After', async () => {
-    const app = await startTestApp({ rateLimit: { authFailuresPerMinute: 3 } });
+  test('after 20 bad keys from one address, a valid key from it still authenticates while further bad keys get 429', async () => {
+    const app = await startTestApp({ rateLimit: { authFailuresPerMinute: 20 } });
     try {
       const bad = app.api.withKey('svc_test_' + 'B'.repeat(40));
-      for (let i = 0; i < 3; i++) assert.equal((await bad.get('/v1/account')).status, 401);
-      const blocked = await app.api.get('/v1/account');
-      assert.equal(blocked.status, 429);
-      assert.equal(blocked.body.error.code, 'too_many_auth_failures');
-      assert.ok(Number(blocked.headers.get('retry-after')) > 0);
+      for (let i = 0; i < 20; i++) assert.equal((await bad.get('/v1/account')).status, 401);
+      const refused = await bad.get('/v1/account');
+      assert.equal(refused.status, 429);
+      assert.equal(refused.body.error.code, 'too_many_auth_failures');
+      assert.ok(Number(refused.headers.get('retry-after')) > 0);
+      const other = await app.api.withKey('svc_live_' + 'C'.repeat(40)).get('/v1/account');
+      assert.equal(other.status, 429, 'another guess is refused the same way, not answered 401');
+      assert.equal((await app.api.get('/v1/account')).status, 200, 'the valid key is not locked out');
+      assert.equal((await bad.get('/v1/account')).status, 429, 'a success does not lift the block for guesses');
     } finally {
       await app.stop();
     }
+  });
+
+  test('failures from 25,000 rotating addresses keep at most 10,000 in memory, and expired ones are pruned', () => {
+    const clock = new FakeClock();
+    const limiter = new AuthFailureLimiter(clock, 20);
+    for (let i = 0; i < 25_000; i++) limiter.recordFailure(`2001:db8::${i.toString(16)}`);
+    assert.ok(limiter.size <= AuthFailureLimiter.MAX_ADDRESSES, `${limiter.size} addresses remembered`);
+    clock.advance(61_000);
+    limiter.recordFailure('192.0.2.1');
+    assert.equal(limiter.size, 1, 'a minute later only the fresh failure is left');
+    assert.equal(limiter.blockedFor('2001:db8::1'), 0);
   });
 });
 

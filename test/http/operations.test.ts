@@ -1,7 +1,7 @@
 /** Health, metrics, OpenAPI and docs, and logs without secrets. */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestApp, TestApp } from '../support/app';
+import { scrapeMetrics, startTestApp, TestApp } from '../support/app';
 import { SPEC_ROUTES } from '../../src/http/spec-routes';
 
 describe('operations endpoints', () => {
@@ -20,7 +20,7 @@ describe('operations endpoints', () => {
   test('/metrics counts requests by route template and status', async () => {
     await app.api.get('/v1/account');
     await app.api.withKey('').get('/v1/account');
-    const text = (await app.api.withKey('').get('/metrics')).text;
+    const text = await scrapeMetrics(app);
     assert.match(text, /pigeon_http_requests_total\{method="GET",route="\/v1\/account",status="200"\} [1-9]/);
     assert.match(text, /pigeon_http_requests_total\{method="GET",route="\/v1\/account",status="401"\} [1-9]/);
     assert.match(text, /pigeon_process_resident_memory_bytes/);
@@ -29,10 +29,41 @@ describe('operations endpoints', () => {
   test('/metrics labels a 405 on an arbitrary path without the path, so callers cannot add series', async () => {
     assert.equal((await app.api.withKey('').patch('/v1/messages/msg_made_up_1234', {})).status, 405);
     await app.api.withKey('').get('/healthz');
-    const text = (await app.api.withKey('').get('/metrics')).text;
+    const text = await scrapeMetrics(app);
     assert.doesNotMatch(text, /msg_made_up_1234/);
     assert.match(text, /pigeon_http_requests_total\{method="PATCH",route="unmatched",status="405"\} [1-9]/);
     assert.match(text, /pigeon_http_requests_total\{method="GET",route="\/healthz",status="200"\} [1-9]/);
+  });
+
+  test('anyone who can reach the API port cannot read /metrics there: 404, served only on the metrics listener', async () => {
+    const res = await app.api.withKey('').get('/metrics');
+    assert.equal(res.status, 404);
+    assert.equal(res.body.error.code, 'route_not_found');
+    assert.notEqual(new URL(app.metrics!.url).port, String(app.http.port));
+    assert.match(await scrapeMetrics(app), /pigeon_http_requests_total/);
+  });
+
+  test('with metrics.token set, a scrape without the bearer token (or with a wrong one) gets 401', async () => {
+    const own = await startTestApp({ metrics: { token: 's3cret-scrape-token' } });
+    try {
+      const url = own.metrics!.url;
+      assert.equal((await fetch(url)).status, 401);
+      assert.equal((await fetch(url, { headers: { authorization: 'Bearer wrong' } })).status, 401);
+      assert.match(await scrapeMetrics(own, 's3cret-scrape-token'), /pigeon_process_resident_memory_bytes/);
+      assert.equal((await fetch(new URL('/v1/account', url))).status, 404, 'the metrics listener serves nothing else');
+    } finally {
+      await own.stop();
+    }
+  });
+
+  test('metrics.enabled false opens no metrics listener', async () => {
+    const own = await startTestApp({ metrics: { enabled: false } });
+    try {
+      assert.equal(own.metrics, undefined);
+      assert.equal(own.listeners.metrics, undefined);
+    } finally {
+      await own.stop();
+    }
   });
 
   test('/v1/openapi.json is OpenAPI 3.1 listing every SPEC path with its scope', async () => {
@@ -71,9 +102,7 @@ describe('operations endpoints', () => {
     const own = await startTestApp();
     try {
       await own.workers.find((w) => w.name === 'delivery')?.stop();
-      const res = await own.api.withKey('').get('/metrics');
-      assert.equal(res.status, 200);
-      assert.match(res.text, /pigeon_queue_messages\{status="queued"\} 0/);
+      assert.match(await scrapeMetrics(own), /pigeon_queue_messages\{status="queued"\} 0/);
     } finally {
       await own.stop();
     }

@@ -8,7 +8,7 @@ import { FakeClock } from '../../src/clock';
 import type { Mta } from '../../src/delivery/mta';
 import { startSmtpSink, type SinkContext, type SinkReply, type SmtpSink } from '../support/smtp-sink';
 import { startDnsServer, type TestDnsServer } from '../support/dns-server';
-import { ApiClient, createKey, testConfig, type TestApp } from '../support/app';
+import { ApiClient, createKey, scrapeMetrics, testConfig, type TestApp } from '../support/app';
 import { deliveryConfig, sendMessage, pointMx, startWorld, type World } from '../delivery/world';
 import { ipOf } from './helpers';
 
@@ -159,7 +159,7 @@ describe('warm-up and throttling through the MTA', () => {
     assert.deepEqual(await statuses(w, slowed), { delivered: 3, queued: 3 });
     const waiting = await w.app.db('messages').whereIn('id', slowed).where({ status: 'queued' });
     assert.ok(waiting.every((m: { attempts: number; last_response: string }) => m.attempts === 0 && /cooling down after throttling replies/.test(m.last_response)));
-    const metrics = await (await fetch(`${w.app.http.url}/metrics`)).text();
+    const metrics = await scrapeMetrics(w.app);
     assert.match(metrics, /pigeon_ip_throttle_level\{address="127\.0\.0\.10",destination="gmail",reason="rate_limited"\} 1/);
     assert.match(metrics, /pigeon_ip_throttle_replies_total\{address="127\.0\.0\.10",destination="gmail",reason="rate_limited"\} 1/);
   });

@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { FakeClock } from '../../src/clock';
 import { ipRuntimeFor, type IpRuntime } from '../../src/pools/runtime';
-import { startTestApp, type TestApp } from '../support/app';
+import { scrapeMetrics, startTestApp, type TestApp } from '../support/app';
 import { ipOf, IPS } from './helpers';
 
 const GMAIL_421 = '421-4.7.28 [127.0.0.2] Our system has detected an unusual rate of unsolicited mail originating from your IP address.';
@@ -60,7 +60,7 @@ describe('throttling', () => {
     const t = ip.throttles[0];
     assert.deepEqual([t.destination, t.reason, t.level, t.rate_per_minute, t.max_in_flight, t.replies], ['gmail', 'rate_limited', 1, 20, 1, 1]);
     assert.equal(t.last_reply, GMAIL_421);
-    const metrics = await (await fetch(`${app.http.url}/metrics`)).text();
+    const metrics = await scrapeMetrics(app);
     assert.match(metrics, /pigeon_ip_throttle_level\{address="127\.0\.0\.2",destination="gmail",reason="rate_limited"\} 1/);
     assert.match(metrics, /pigeon_ip_throttle_rate_per_minute\{address="127\.0\.0\.2",destination="gmail"\} 20/);
     assert.match(metrics, /pigeon_ip_throttle_replies_total\{address="127\.0\.0\.2",destination="gmail",reason="rate_limited"\} 1/);

@@ -130,3 +130,11 @@ export async function createKey(app: TestApp, mode: 'test' | 'live', scopes: str
 export async function liveApi(app: TestApp, scopes: readonly string[] = SCOPES): Promise<ApiClient> {
   return app.api.withKey(await createKey(app, 'live', [...scopes]));
 }
+
+/** The Prometheus text from the app's own metrics listener (not the API port). */
+export async function scrapeMetrics(app: App, token?: string): Promise<string> {
+  if (!app.metrics) throw new Error('metrics.enabled is false for this app');
+  const res = await fetch(app.metrics.url, token ? { headers: { authorization: `Bearer ${token}` } } : {});
+  if (res.status !== 200) throw new Error(`metrics scrape answered ${res.status}`);
+  return res.text();
+}

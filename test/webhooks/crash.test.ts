@@ -60,6 +60,7 @@ describe('webhook deliveries across a crash', () => {
       smtp: { submission: { port: 0 }, inbound: { port: 0 } },
       // Long timeout: the hanging requests are still in flight when the process dies.
       webhooks: { allowPrivateTargets: true, allowHttp: true, timeoutMs: 60_000 },
+      metrics: { port: 0 },
     }));
     let up = false;
     const receiver = await startWebhookReceiver({ respond: () => (up ? { status: 204 } : { hang: true }) });

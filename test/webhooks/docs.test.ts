@@ -80,6 +80,11 @@ describe('documented signature helpers', () => {
       { name: 'the wrong secret', body: sent.body, header, secret: 'whsec_someoneElse0123456789abcdef', now, expected: false },
       { name: 'a replay 6 minutes later', body: sent.body, header, secret, now: now + 360, expected: false },
       { name: 'a header without v1', body: sent.body, header: header.split(',')[0], secret, now, expected: false },
+      // A forged header with non-ASCII digits or hex: the helper must answer false, not raise.
+      { name: 'v1=é (non-ASCII signature)', body: sent.body, header: `${header.split(',')[0]},v1=é`, secret, now, expected: false },
+      { name: 't=² (a superscript digit)', body: sent.body, header: `t=²,${header.split(',')[1]}`, secret, now, expected: false },
+      { name: 't=٣ (an Arabic-Indic digit)', body: sent.body, header: `t=٣,${header.split(',')[1]}`, secret, now, expected: false },
+      { name: 'v1 of 64 non-ASCII letters', body: sent.body, header: `${header.split(',')[0]},v1=${'é'.repeat(64)}`, secret, now, expected: false },
     ];
   };
 

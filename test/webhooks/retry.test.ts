@@ -2,7 +2,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { FakeClock } from '../../src/clock';
-import { liveApi, startTestApp, type TestApp } from '../support/app';
+import { liveApi, scrapeMetrics, startTestApp, type TestApp } from '../support/app';
 import { startWebhookReceiver } from '../support/webhook-receiver';
 import { createWebhook, dispatch, HOUR, MINUTE, recordMessageEvent, startWebhookApp } from './helpers';
 
@@ -132,7 +132,7 @@ describe('webhook retries', () => {
       assert.equal(d.next_attempt_at, new Date(clock.now() + 5 * MINUTE).toISOString());
 
       clock.advance(90_000);
-      const text = await (await fetch(`${app.http.url}/metrics`)).text();
+      const text = await scrapeMetrics(app);
       assert.match(text, /^pigeon_webhook_pending_deliveries 1$/m);
       assert.match(text, /^pigeon_webhook_oldest_pending_age_seconds 90$/m);
       assert.match(text, /^pigeon_webhook_attempts_total\{result="retrying",attempt="1"\} 1$/m);

@@ -87,6 +87,40 @@ describe('webhook SSRF guard', () => {
     }
   });
 
+  it('a webhook URL at ::a.b.c.d (IPv4-compatible) or a name whose AAAA is ::7f00:1 is refused as private_target', async () => {
+    const dns = await startDnsServer({
+      'compat.attacker.test': [{ type: 'AAAA', data: '::7f00:1' }],
+      'nat64.attacker.test': [{ type: 'AAAA', data: '64:ff9b::a9fe:a9fe' }],
+      'sixtofour.attacker.test': [{ type: 'AAAA', data: '2002:a00:1::1' }],
+    });
+    const app = await startWebhookApp(guarded(dns.address));
+    try {
+      const refused = [
+        'https://[::127.0.0.1]/hook', 'https://[::7f00:1]/hook', 'https://[::10.0.0.1]/hook', 'https://[::8.8.8.8]/hook',
+        'https://compat.attacker.test/hook', 'https://nat64.attacker.test/hook', 'https://sixtofour.attacker.test/hook',
+        'https://[::ffff:0:127.0.0.1]/hook',
+      ];
+      for (const url of refused) {
+        const res = await app.api.post('/v1/webhooks', { url, events: ['*'] });
+        assert.equal(res.status, 422, url);
+        assert.equal(res.body.error.code, 'private_target', url);
+      }
+      assert.equal((await app.db('webhooks')).length, 0, 'nothing was stored');
+    } finally {
+      await app.stop();
+      await dns.close();
+    }
+  });
+
+  it('judges IPv6 forms that embed IPv4 (mapped, translated, NAT64, 6to4) by the IPv4 inside, and refuses ::/96 outright', () => {
+    for (const a of ['::ffff:8.8.8.8', '::ffff:0:8.8.8.8', '64:ff9b::8.8.8.8', '2002:808:808::1']) assert.equal(isPublicAddress(a), true, a);
+    const embedded = [
+      '::127.0.0.1', '::7f00:1', '::a00:1', '::8.8.8.8', '::ffff:0:10.0.0.1', '64:ff9b::127.0.0.1', '64:ff9b::a9fe:a9fe',
+      '64:ff9b:1::8.8.8.8', '2002:7f00:1::', '2002:c0a8:101::1', '2001:0:4136:e378:8000:63bf:3fff:fdd2',
+    ];
+    for (const a of embedded) assert.equal(isPublicAddress(a), false, a);
+  });
+
   it('tells public unicast from every special-purpose range', () => {
     for (const a of ['93.184.216.34', '8.8.8.8', '2606:4700::1111', '::ffff:93.184.216.34']) assert.equal(isPublicAddress(a), true, a);
     const special = [
