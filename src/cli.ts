@@ -14,6 +14,7 @@ import { migrateCommand } from './cli/migrate';
 import { doctorCommand } from './cli/doctor';
 import { domainsCommand } from './cli/domains';
 import { analyticsCommand } from './cli/analytics';
+import { poolsCommand } from './cli/pools';
 
 const COMMANDS: Record<string, { run: (ctx: CliContext) => Promise<void>; help: string }> = {
   serve: { run: serveCommand, help: 'serve                         run the appliance' },
@@ -26,6 +27,10 @@ const COMMANDS: Record<string, { run: (ctx: CliContext) => Promise<void>; help: 
   domains: {
     run: domainsCommand,
     help: 'domains add NAME [--account NAME] [--algorithm rsa|ed25519]\n  domains list|show|verify|rotate|delete NAME [--account NAME] [--json]',
+  },
+  pools: {
+    run: poolsCommand,
+    help: 'pools list [--json]           source addresses: owner (account or shared), warm-up state, today\'s count\n  pools warmup start|pause|resume|stop (--ips A,B | --all) [--schedule standard|50,100,…] [--json]',
   },
   doctor: { run: doctorCommand, help: 'doctor                        check DNS, PTR, ports and TLS, and say what to fix' },
   analytics: { run: analyticsCommand, help: 'analytics rebuild [--account NAME]  recompute analytics rollups from the events' },
@@ -48,6 +53,9 @@ async function main(argv: string[]): Promise<number> {
       account: { type: 'string' },
       name: { type: 'string' },
       algorithm: { type: 'string' },
+      ips: { type: 'string' },
+      all: { type: 'boolean' },
+      schedule: { type: 'string' },
     },
   });
   const [name = 'serve', ...args] = parsed.positionals;

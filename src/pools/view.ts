@@ -59,7 +59,8 @@ export const poolSchema = z.object({
 
 export type PoolView = z.infer<typeof poolSchema>;
 
-function shapeIp(config: Config, m: PoolMemberView): PoolView['ips'][number] {
+/** One address of a pool as the API shows it (also `pigeon pools list --json`). */
+export function shapeIp(config: Config, m: PoolMemberView): PoolView['ips'][number] {
   const w = m.status.warmup;
   return {
     address: m.address,
