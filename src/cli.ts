@@ -15,6 +15,7 @@ import { doctorCommand } from './cli/doctor';
 import { domainsCommand } from './cli/domains';
 import { analyticsCommand } from './cli/analytics';
 import { settingsCommand } from './cli/settings';
+import { poolsCommand } from './cli/pools';
 
 const COMMANDS: Record<string, { run: (ctx: CliContext) => Promise<void>; help: string }> = {
   serve: { run: serveCommand, help: 'serve                         run the appliance' },
@@ -29,6 +30,10 @@ const COMMANDS: Record<string, { run: (ctx: CliContext) => Promise<void>; help: 
     help: 'domains add NAME [--account NAME] [--algorithm rsa|ed25519]\n  domains list|show|verify|rotate|delete NAME [--account NAME] [--json]',
   },
   settings: { run: settingsCommand, help: 'settings reset-allowlist [--account NAME]  clear an account\'s IP allowlist (when it locked every key out)' },
+  pools: {
+    run: poolsCommand,
+    help: 'pools list [--json]           source addresses: owner (account or shared), warm-up state, today\'s count\n  pools warmup start|pause|resume|stop (--ips A,B | --all) [--schedule standard|50,100,…] [--json]',
+  },
   doctor: { run: doctorCommand, help: 'doctor                        check DNS, PTR, ports and TLS, and say what to fix' },
   analytics: { run: analyticsCommand, help: 'analytics rebuild [--account NAME]  recompute analytics rollups from the events' },
   config: { run: configCommand, help: 'config defaults|docs|check|write-docs  print defaults, the settings table, validate, or regenerate the docs' },
@@ -50,6 +55,9 @@ async function main(argv: string[]): Promise<number> {
       account: { type: 'string' },
       name: { type: 'string' },
       algorithm: { type: 'string' },
+      ips: { type: 'string' },
+      all: { type: 'boolean' },
+      schedule: { type: 'string' },
     },
   });
   const [name = 'serve', ...args] = parsed.positionals;

@@ -1,6 +1,7 @@
 /** Read-only questions other modules ask about IP pools. `default` always exists. */
 import type { Config } from '../config';
 import type { Queryable } from '../db';
+import { usableIps } from './dedication';
 
 export const DEFAULT_POOL = 'default';
 
@@ -17,12 +18,15 @@ export interface PoolMember {
 }
 
 /**
- * The configured addresses of a pool, in config order: `default` is every
- * address in config `ips`; a named pool is its members that are still
- * configured (an address removed from config is skipped, not used).
+ * The addresses of a pool the account may send from, in config order:
+ * `default` is every shared address in config `ips` and those dedicated to
+ * the account; a named pool is its members among those (an address removed
+ * from config, or dedicated to another account since, is skipped, not used).
+ * This is what keeps one account's mail off another's dedicated addresses,
+ * through overflow too: every pool tried is read through here.
  */
 export async function poolMembers(db: Queryable, config: Pick<Config, 'ips'>, accountId: string, pool: string): Promise<PoolMember[]> {
-  const all = config.ips.map((ip) => ({ address: ip.address, hostname: ip.hostname, weight: ip.weight ?? 1 }));
+  const all = (await usableIps(db, config, accountId)).map((ip) => ({ address: ip.address, hostname: ip.hostname, weight: ip.weight ?? 1 }));
   if (pool === DEFAULT_POOL) return all;
   const rows: Array<{ address: string }> = await db('ip_pool_members as m')
     .join('ip_pools as p', 'p.id', 'm.pool_id')

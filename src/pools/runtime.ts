@@ -65,6 +65,7 @@ export class IpRuntime {
   async admit(a: Admission): Promise<Admitted> {
     const { address, destination, now } = a;
     const usageKey = a.provider ?? OTHER;
+    const warmup = (await this.warmupRows()).get(address);
     const cached = this.refusal(`b|${address}|*`, now) ?? this.refusal(`b|${address}|${usageKey}`, now) ?? this.refusal(`t|${address}|${destination}`, now);
     if (cached) return cached;
     const throttle = (await this.throttleRows()).get(`${address} ${destination}`);
@@ -72,7 +73,6 @@ export class IpRuntime {
     if (cooling && this.inFlight(address, destination, now) >= this.deps.config.pools.throttle.connections) {
       return this.refuse(`t|${address}|${destination}`, Math.max(cooling.nextSendAt, now + intervalMs(cooling.level, this.deps.config.pools.throttle)), 'throttled', false);
     }
-    const warmup = (await this.warmupRows()).get(address);
     const day = utcDay(now);
     if (!cooling && (!warmup || warmup.status === 'warm')) {
       this.count(address, day, usageKey, 1);
@@ -204,9 +204,19 @@ export class IpRuntime {
     return { ok: false, retryAt: until, limit };
   }
 
+  /**
+   * Warm-up rows, read again every CACHE_MS. They also change outside this
+   * process (the operator's `pigeon pools warmup`): when a reload differs,
+   * budget refusals standing until a later hour or midnight are dropped, so
+   * such a change applies to new sends within seconds.
+   */
   private async warmupRows(): Promise<Map<string, Warmup>> {
     if (!this.warmups || performance.now() - this.warmups.at > CACHE_MS) {
-      this.warmups = { rows: await getWarmups(this.deps.db), at: performance.now() };
+      const rows = await getWarmups(this.deps.db);
+      if (this.warmups && versionOf(this.warmups.rows) !== versionOf(rows)) {
+        for (const key of this.refused.keys()) if (key.startsWith('b|')) this.refused.delete(key);
+      }
+      this.warmups = { rows, at: performance.now() };
     }
     return this.warmups.rows;
   }
@@ -219,6 +229,9 @@ export class IpRuntime {
     return this.throttles.rows;
   }
 }
+
+/** Changes whenever any warm-up row is written (every write sets updatedAt). */
+const versionOf = (rows: Map<string, Warmup>): string => [...rows.values()].map((w) => `${w.address} ${w.status} ${w.updatedAt}`).sort().join('|');
 
 const runtimes = new WeakMap<object, IpRuntime>();
 

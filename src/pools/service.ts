@@ -1,20 +1,23 @@
 /**
  * IP pools of an account and the warm-up of their addresses. Pools are per
- * account (a named set of the configured source addresses); warm-up state,
- * counters and throttles are per address and shared by every account (see
- * docs/ip-pools.md for why). Every write is one transaction; a bad request
- * changes nothing.
+ * account (a named set of the source addresses it may use: the shared ones
+ * and those dedicated to it); warm-up state, counters and throttles are per
+ * address (see docs/ip-pools.md for why), so through the API an account
+ * warms up only addresses dedicated to it. Every write is one transaction; a
+ * bad request changes nothing.
  */
 import ipaddr from 'ipaddr.js';
 import type { AppDeps } from '../deps';
 import { conflict, notFound, unprocessable } from '../http/errors';
 import { newId } from '../ids';
-import { getWarmups, saveWarmup, type Warmup } from './ip-state';
+import { isShared, operatorManaged, usableIps, type SourceIp } from './dedication';
 import { DEFAULT_POOL } from './lookup';
 import * as repo from './repository';
 import type { IpRuntime } from './runtime';
-import { STANDARD_SCHEDULE } from './schedule';
 import { ipStatuses, type IpStatus } from './status';
+import { changeWarmupOn, startWarmupOn, type ScheduleChoice, type WarmupAction } from './warmup';
+
+export type { WarmupAction };
 
 export type PoolsContext = Pick<AppDeps, 'db' | 'config' | 'clock' | 'log'> & { runtime: IpRuntime };
 
@@ -22,7 +25,7 @@ export const DEFAULT_POOL_ID = 'pool_default';
 
 export interface PoolMemberView {
   address: string;
-  /** null when the address is no longer in config `ips` */
+  /** null when the address is no longer in config `ips` (or was dedicated to another account) */
   hostname: string | null;
   weight: number;
   configured: boolean;
@@ -40,15 +43,19 @@ export interface PoolBundle {
 
 const canonical = (ip: string): string => ipaddr.process(ip).toNormalizedString();
 
-/** Maps requested addresses to their config spelling; 422 naming `<param>[i]` for an invalid or unconfigured one. */
-export function resolveIps(config: AppDeps['config'], ips: string[], param = 'ips', offset = 0): string[] {
-  const configured = new Map(config.ips.map((ip) => [canonical(ip.address), ip.address]));
+/**
+ * Maps requested addresses to their config spelling; 422 naming `<param>[i]`
+ * for an invalid one or one not `available` (not configured, or dedicated to
+ * another account: the two are not told apart, so no account learns another's).
+ */
+export function resolveIps(available: SourceIp[], ips: string[], param = 'ips', offset = 0, whose = 'this account may use'): string[] {
+  const configured = new Map(available.map((ip) => [canonical(ip.address), ip.address]));
   const out: string[] = [];
   ips.forEach((ip, j) => {
     const at = `${param}[${j + offset}]`;
     if (!ipaddr.isValid(ip.trim())) throw unprocessable('invalid_ip', `${at}: ${JSON.stringify(ip)} is not an IP address`, at);
     const address = configured.get(canonical(ip.trim()));
-    if (!address) throw unprocessable('unknown_ip', `${at}: ${ip} is not one of the sending addresses in the configuration (ips)`, at);
+    if (!address) throw unprocessable('unknown_ip', `${at}: ${ip} is not one of the sending addresses in the configuration (ips)${whose ? ` ${whose}` : ''}`, at);
     if (!out.includes(address)) out.push(address);
   });
   return out;
@@ -60,7 +67,7 @@ async function bundle(ctx: PoolsContext, accountId: string, pools: Array<Omit<Po
     ipStatuses(ctx.db, ctx.config, addresses, ctx.clock.now(), (a, d) => ctx.runtime.pendingUsage(a, d)),
     repo.getOverflows(ctx.db, accountId, pools.map((p) => p.name)),
   ]);
-  const byAddress = new Map(ctx.config.ips.map((ip) => [ip.address, ip]));
+  const byAddress = new Map((await usableIps(ctx.db, ctx.config, accountId)).map((ip) => [ip.address, ip]));
   return pools.map(({ addresses: members, ...p }) => ({
     ...p,
     overflow: overflows.get(p.name) ?? 'queue',
@@ -71,8 +78,10 @@ async function bundle(ctx: PoolsContext, accountId: string, pools: Array<Omit<Po
   }));
 }
 
-function defaultPool(ctx: PoolsContext) {
-  return { id: DEFAULT_POOL_ID, name: DEFAULT_POOL, isDefault: true, createdAt: null, addresses: ctx.config.ips.map((ip) => ip.address) };
+/** Every address the account may use: the shared ones and those dedicated to it. */
+async function defaultPool(ctx: PoolsContext, accountId: string) {
+  const addresses = (await usableIps(ctx.db, ctx.config, accountId)).map((ip) => ip.address);
+  return { id: DEFAULT_POOL_ID, name: DEFAULT_POOL, isDefault: true, createdAt: null, addresses };
 }
 
 const named = (p: repo.PoolRecord) => ({ id: p.id, name: p.name, isDefault: false, createdAt: p.createdAt, addresses: p.addresses });
@@ -84,7 +93,7 @@ async function findOr404(ctx: PoolsContext, accountId: string, name: string): Pr
 }
 
 export async function getPool(ctx: PoolsContext, accountId: string, name: string): Promise<PoolBundle> {
-  if (name === DEFAULT_POOL) return (await bundle(ctx, accountId, [defaultPool(ctx)]))[0];
+  if (name === DEFAULT_POOL) return (await bundle(ctx, accountId, [await defaultPool(ctx, accountId)]))[0];
   return (await bundle(ctx, accountId, [named(await findOr404(ctx, accountId, name))]))[0];
 }
 
@@ -92,13 +101,13 @@ export async function getPool(ctx: PoolsContext, accountId: string, name: string
 export async function listPools(ctx: PoolsContext, accountId: string, limit: number, cursor?: string): Promise<{ items: PoolBundle[]; total: number }> {
   const withDefault = !cursor || cursor > DEFAULT_POOL_ID;
   const rows = await repo.listPools(ctx.db, accountId, withDefault ? limit - 1 : limit, withDefault ? undefined : cursor);
-  const pools = [...(withDefault ? [defaultPool(ctx)] : []), ...rows.map(named)];
+  const pools = [...(withDefault ? [await defaultPool(ctx, accountId)] : []), ...rows.map(named)];
   const total = (await repo.countPools(ctx.db, accountId)) + 1;
   return { items: await bundle(ctx, accountId, pools), total };
 }
 
 export async function createPool(ctx: PoolsContext, accountId: string, input: { name: string; ips: string[] }): Promise<PoolBundle> {
-  const addresses = resolveIps(ctx.config, input.ips);
+  const addresses = resolveIps(await usableIps(ctx.db, ctx.config, accountId), input.ips);
   if (input.name === DEFAULT_POOL) throw conflict('pool_exists', 'the default pool always exists', 'name');
   const record: repo.PoolRecord = { id: newId('pool'), accountId, name: input.name, createdAt: ctx.clock.now(), addresses: [...addresses].sort() };
   await ctx.db.transaction(async (trx) => {
@@ -132,7 +141,7 @@ export async function updatePool(ctx: PoolsContext, accountId: string, name: str
   } else {
     await findOr404(ctx, accountId, name);
   }
-  const addresses = patch.ips === undefined ? undefined : resolveIps(ctx.config, patch.ips);
+  const addresses = patch.ips === undefined ? undefined : resolveIps(await usableIps(ctx.db, ctx.config, accountId), patch.ips);
   const target = patch.name ?? name;
   if (patch.overflow !== undefined) await checkOverflow(ctx, accountId, [name, target], patch.overflow, 'overflow');
   await ctx.db.transaction(async (trx) => {
@@ -164,72 +173,47 @@ export async function deletePool(ctx: PoolsContext, accountId: string, name: str
 
 export interface WarmupRequest {
   ips?: string[];
-  schedule?: 'standard' | number[];
+  schedule?: ScheduleChoice;
   overflow?: string;
 }
 
-/** The pool's configured addresses, or the requested subset of them (422 `ips[i]` for one outside the pool). */
-async function targetAddresses(ctx: PoolsContext, accountId: string, name: string, ips: string[] | undefined): Promise<string[]> {
-  const members = name === DEFAULT_POOL ? defaultPool(ctx).addresses : (await findOr404(ctx, accountId, name)).addresses;
-  const configured = new Set(ctx.config.ips.map((ip) => ip.address));
-  if (ips === undefined) return members.filter((a) => configured.has(a));
-  return ips.map((ip, i) => {
-    const [address] = resolveIps(ctx.config, [ip], 'ips', i);
-    if (!members.includes(address)) throw unprocessable('not_in_pool', `ips[${i}]: ${address} is not in IP pool ${name}`, `ips[${i}]`);
-    return address;
-  }).filter((a, i, all) => all.indexOf(a) === i);
+/**
+ * The addresses a warm-up request works on: the pool's usable addresses, or
+ * the requested subset (422 `ips[i]` for one outside the pool). Each must be
+ * dedicated to the account: one shared address refuses the whole request
+ * (403 operator_managed naming it).
+ */
+async function warmupTargets(ctx: PoolsContext, accountId: string, name: string, ips: string[] | undefined): Promise<string[]> {
+  const usable = await usableIps(ctx.db, ctx.config, accountId);
+  const members = name === DEFAULT_POOL ? usable.map((ip) => ip.address) : (await findOr404(ctx, accountId, name)).addresses;
+  const targets = ips === undefined
+    ? members.filter((a) => usable.some((ip) => ip.address === a))
+    : ips.map((ip, i) => {
+      const [address] = resolveIps(usable, [ip], 'ips', i);
+      if (!members.includes(address)) throw unprocessable('not_in_pool', `ips[${i}]: ${address} is not in IP pool ${name}`, `ips[${i}]`);
+      return address;
+    });
+  const shared = new Set(usable.filter(isShared).map((ip) => ip.address));
+  const i = targets.findIndex((a) => shared.has(a));
+  if (i >= 0) throw operatorManaged(targets[i], ips === undefined ? undefined : `ips[${i}]`);
+  return targets.filter((a, j, all) => all.indexOf(a) === j);
 }
 
-/**
- * Starts warm-up for the pool's addresses. An address already warming gets
- * the new schedule and keeps its day; a warm one starts at day 1.
- */
+/** Starts warm-up for the pool's addresses (all dedicated to the account); see startWarmupOn. */
 export async function startWarmup(ctx: PoolsContext, accountId: string, name: string, req: WarmupRequest): Promise<PoolBundle> {
-  const addresses = await targetAddresses(ctx, accountId, name, req.ips);
+  const addresses = await warmupTargets(ctx, accountId, name, req.ips);
   if (addresses.length === 0) throw unprocessable('empty_pool', `IP pool ${name} has no configured address to warm up`, 'ips');
-  if (req.overflow !== undefined) await checkOverflow(ctx, accountId, [name], req.overflow, 'overflow');
-  const custom = Array.isArray(req.schedule);
-  const schedule = custom ? (req.schedule as number[]) : [...STANDARD_SCHEDULE];
-  const now = ctx.clock.now();
-  await ctx.db.transaction(async (trx) => {
-    const existing = await getWarmups(trx, addresses);
-    for (const address of addresses) {
-      const prev = existing.get(address);
-      const keep = prev && prev.status !== 'warm' && req.schedule === undefined ? prev.schedule : schedule;
-      const w: Warmup = prev && prev.status !== 'warm'
-        ? { ...prev, schedule: keep, scheduleName: req.schedule === undefined ? prev.scheduleName : custom ? 'custom' : 'standard', dayIndex: Math.min(prev.dayIndex, keep.length - 1), updatedAt: now }
-        : { address, status: 'warming', scheduleName: custom ? 'custom' : 'standard', schedule, dayIndex: 0, dayDate: null, startedAt: now, pausedAt: null, finishedAt: null, finishedReason: null, updatedAt: now };
-      await saveWarmup(trx, w);
-    }
-    if (req.overflow !== undefined) await repo.setOverflow(trx, accountId, name, req.overflow, now);
-  });
+  const overflow = req.overflow;
+  if (overflow !== undefined) await checkOverflow(ctx, accountId, [name], overflow, 'overflow');
+  await startWarmupOn(ctx, addresses, req.schedule, overflow === undefined ? undefined : (trx) => repo.setOverflow(trx, accountId, name, overflow, ctx.clock.now()));
   ctx.runtime.invalidate();
-  ctx.log.info({ pool: name, addresses, schedule: custom ? 'custom' : 'standard' }, 'IP warm-up started');
   return getPool(ctx, accountId, name);
 }
 
-export type WarmupAction = 'pause' | 'resume' | 'stop';
-
-/** Pause (hold at today's cap, days do not advance), resume, or stop (the address is warm from now on). */
+/** Pause, resume or stop warm-up of the pool's addresses (all dedicated to the account). */
 export async function changeWarmup(ctx: PoolsContext, accountId: string, name: string, action: WarmupAction, ips?: string[]): Promise<PoolBundle> {
-  const addresses = await targetAddresses(ctx, accountId, name, ips);
-  const now = ctx.clock.now();
-  await ctx.db.transaction(async (trx) => {
-    const existing = await getWarmups(trx, addresses);
-    const inWarmup = addresses.filter((a) => existing.get(a) && existing.get(a)?.status !== 'warm');
-    if (ips !== undefined && inWarmup.length < addresses.length) {
-      const i = addresses.findIndex((a) => !inWarmup.includes(a));
-      throw conflict('not_warming', `ips[${i}]: ${addresses[i]} is not in warm-up`, `ips[${i}]`);
-    }
-    if (inWarmup.length === 0) throw conflict('not_warming', `no address of IP pool ${name} is in warm-up`);
-    for (const address of inWarmup) {
-      const w = existing.get(address) as Warmup;
-      if (action === 'pause') await saveWarmup(trx, { ...w, status: 'paused', pausedAt: w.pausedAt ?? now, updatedAt: now });
-      if (action === 'resume') await saveWarmup(trx, { ...w, status: 'warming', pausedAt: null, updatedAt: now });
-      if (action === 'stop') await saveWarmup(trx, { ...w, status: 'warm', finishedAt: now, finishedReason: 'stopped', updatedAt: now });
-    }
-  });
+  const addresses = await warmupTargets(ctx, accountId, name, ips);
+  await changeWarmupOn(ctx, addresses, action, ips !== undefined, `no address of IP pool ${name} is in warm-up`);
   ctx.runtime.invalidate();
-  ctx.log.info({ pool: name, action, addresses }, `IP warm-up ${action}`);
   return getPool(ctx, accountId, name);
 }

@@ -38,7 +38,7 @@ export const poolIpSchema = z.object({
   hostname: z.string().nullable().describe('Its EHLO name (and expected PTR); null if the address was removed from config and is skipped.'),
   weight: z.number().int().describe('Relative share of the pool\'s traffic (config `ips[].weight`).'),
   family: z.enum(['ipv4', 'ipv6']).describe('IPv4 sources are used for MX hosts with A records, IPv6 for AAAA.'),
-  configured: z.boolean().describe('False when the address is in the pool but no longer in config `ips` (it is not used).'),
+  configured: z.boolean().describe('False when the address is in the pool but no longer in config `ips`, or dedicated to another account since (it is not used).'),
   warmup: warmupSchema.describe('Warm-up state of this IP; shared by every account and pool that uses the IP.'),
   usage_today: z.object({
     date: z.string().describe('The UTC day, YYYY-MM-DD.'),
@@ -59,7 +59,8 @@ export const poolSchema = z.object({
 
 export type PoolView = z.infer<typeof poolSchema>;
 
-function shapeIp(config: Config, m: PoolMemberView): PoolView['ips'][number] {
+/** One address of a pool as the API shows it (also `pigeon pools list --json`). */
+export function shapeIp(config: Config, m: PoolMemberView): PoolView['ips'][number] {
   const w = m.status.warmup;
   return {
     address: m.address,

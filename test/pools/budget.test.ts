@@ -7,13 +7,15 @@ import { createApp } from '../../src/app';
 import { FakeClock } from '../../src/clock';
 import { ipRuntimeFor, type IpRuntime } from '../../src/pools/runtime';
 import { startTestApp, testConfig, type TestApp } from '../support/app';
-import { ipOf, IPS } from './helpers';
+import { ipOf, IPS, liveClient } from './helpers';
 
 const at = (day: number, hour: number, minute = 0) => Date.UTC(2026, 2, day, hour, minute);
+/** 127.0.0.2 is dedicated to the default account, so its live key manages the warm-up through the API. */
+const OWN_IPS = IPS.map((ip) => (ip.address === '127.0.0.2' ? { ...ip, account: 'default' } : ip));
 
 async function warmingApp(clock: FakeClock, schedule?: number[], config = {}): Promise<{ app: TestApp; rt: IpRuntime }> {
-  const app = await startTestApp({ ips: IPS, ...config }, { clock });
-  const res = await app.api.post('/v1/ip-pools/default/warmup', { ips: ['127.0.0.2'], ...(schedule ? { schedule } : {}) });
+  const app = await startTestApp({ ips: OWN_IPS, ...config }, { clock });
+  const res = await (await liveClient(app)).post('/v1/ip-pools/default/warmup', { ips: ['127.0.0.2'], ...(schedule ? { schedule } : {}) });
   assert.equal(res.status, 200, res.text);
   return { app, rt: ipRuntimeFor(app.deps) };
 }
@@ -136,11 +138,12 @@ describe('warm-up budgets', () => {
     const { app, rt } = await warmingApp(clock);
     apps.push(app);
     assert.equal((await send(rt, clock, 50)).ok, 50);
-    await app.api.post('/v1/ip-pools/default/warmup/pause', {});
+    const live = await liveClient(app);
+    assert.equal((await live.post('/v1/ip-pools/default/warmup/pause', { ips: ['127.0.0.2'] })).status, 200);
     clock.set(at(3, 23, 0));
     assert.equal((await send(rt, clock, 60)).ok, 50);
     assert.equal((await warmup(app)).warmup.day, 1);
-    await app.api.post('/v1/ip-pools/default/warmup/resume', {});
+    assert.equal((await live.post('/v1/ip-pools/default/warmup/resume', { ips: ['127.0.0.2'] })).status, 200);
     clock.set(at(4, 23, 0));
     assert.equal((await warmup(app)).warmup.day, 2);
   });
@@ -159,7 +162,7 @@ describe('warm-up budgets', () => {
     const first = await warmingApp(clock);
     assert.equal((await send(first.rt, clock, 30)).ok, 30);
     await first.app.close();
-    const app = await createApp(testConfig(first.app.dataDir, { ips: IPS }), { clock, logStream: new Writable({ write: (_c, _e, cb) => cb() }) });
+    const app = await createApp(testConfig(first.app.dataDir, { ips: OWN_IPS }), { clock, logStream: new Writable({ write: (_c, _e, cb) => cb() }) });
     try {
       const rt = ipRuntimeFor(app.deps);
       assert.equal((await send(rt, clock, 30)).ok, 20);

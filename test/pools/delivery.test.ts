@@ -10,10 +10,11 @@ import { startSmtpSink, type SinkContext, type SinkReply, type SmtpSink } from '
 import { startDnsServer, type TestDnsServer } from '../support/dns-server';
 import { ApiClient, createKey, scrapeMetrics, testConfig, type TestApp } from '../support/app';
 import { deliveryConfig, sendMessage, pointMx, startWorld, type World } from '../delivery/world';
-import { ipOf } from './helpers';
+import { ipOf, liveClient } from './helpers';
 
-const WARMING = { address: '127.0.0.10', hostname: 'out10.pigeon.test' };
-const SEASONED = { address: '127.0.0.11', hostname: 'out11.pigeon.test' };
+// Both dedicated to the default account, whose live key manages their pools and warm-up through the API.
+const WARMING = { address: '127.0.0.10', hostname: 'out10.pigeon.test', account: 'default' };
+const SEASONED = { address: '127.0.0.11', hostname: 'out11.pigeon.test', account: 'default' };
 const at = (day: number, hour: number, minute = 0) => Date.UTC(2026, 2, day, hour, minute);
 
 describe('warm-up and throttling through the MTA', () => {
@@ -43,12 +44,13 @@ describe('warm-up and throttling through the MTA', () => {
 
   async function begin(now: number, pools: Record<string, string[]>): Promise<World> {
     world = await startWorld({ port: gmailMx.port, clock: new FakeClock(now), dns, config: { ips: [WARMING, SEASONED] } });
-    for (const [name, ips] of Object.entries(pools)) assert.equal((await world.app.api.post('/v1/ip-pools', { name, ips })).status, 201);
+    const live = await liveClient(world.app);
+    for (const [name, ips] of Object.entries(pools)) assert.equal((await live.post('/v1/ip-pools', { name, ips })).status, 201);
     return world;
   }
 
   async function warmUp(w: World, pool: string, body: Record<string, unknown> = {}) {
-    const res = await w.app.api.post(`/v1/ip-pools/${pool}/warmup`, body);
+    const res = await (await liveClient(w.app)).post(`/v1/ip-pools/${pool}/warmup`, body);
     assert.equal(res.status, 200, res.text);
   }
 

@@ -1,12 +1,18 @@
 /** Shared by the pools tests: sending addresses on loopback and a queued message written as the accept path does. */
 import { newId } from '../../src/ids';
 import type { Db } from '../../src/db';
+import { createKey, type ApiClient, type TestApp } from '../support/app';
 
 /** 127.0.0.2 and 127.0.0.3 are loopback on Linux, so delivery tests can bind to them. */
 export const IPS = [
   { address: '127.0.0.2', hostname: 'out2.pigeon.test' },
   { address: '127.0.0.3', hostname: 'out3.pigeon.test' },
 ];
+
+/** A client with a live ip-pools:manage key of the default account (pool writes need a live key). */
+export async function liveClient(app: TestApp): Promise<ApiClient> {
+  return app.api.withKey(await createKey(app, 'live', ['ip-pools:manage']));
+}
 
 export interface PoolIp {
   address: string;
