@@ -25,17 +25,12 @@ export async function beginUpload(db: Db, accountId: string, now: number): Promi
   const inserted = await db('suppression_uploads')
     .insert({ id: upload.id, account_id: accountId, owner: PROCESS_OWNER, first_row_id: upload.firstRowId, started_at: now })
     .onConflict('account_id')
-    .ignore();
-  if (!rowCount(inserted)) {
+    .ignore()
+    .returning('id');
+  if (!inserted.length) {
     throw conflict('upload_in_progress', 'another suppression upload of this account is still running; try again when it has finished');
   }
   return upload;
-}
-
-/** knex answers `[lastRowId]` on SQLite (0 when the insert was ignored) and a result with rowCount on PostgreSQL. */
-function rowCount(result: unknown): number {
-  if (Array.isArray(result)) return result.length && result[0] ? 1 : 0;
-  return Number((result as { rowCount?: number }).rowCount ?? 0);
 }
 
 /** The flip: once the upload's row is gone, its rows are part of the list. */

@@ -20,7 +20,8 @@ import type { Db } from '../db';
 import { newId } from '../ids';
 import { unprocessable, ApiError } from '../http/errors';
 import { checkEmail } from './email';
-import { abortUpload, beginUpload, commitUpload, UploadHandle, yieldToEventLoop } from './upload-state';
+import { abortUpload, beginUpload, commitUpload, UploadHandle } from './upload-state';
+import { WriterTurns } from './writer-turns';
 
 /** Rows per INSERT statement: 6 parameters each stays far below SQLite's 32,766 variables. */
 const ROWS_PER_STATEMENT = 1000;
@@ -81,6 +82,7 @@ class Importer {
 
   constructor(
     private readonly db: Db,
+    private readonly turns: WriterTurns,
     private readonly upload: UploadHandle,
     private readonly options: { reason: string; now: number; batchRows: number },
   ) {}
@@ -106,8 +108,8 @@ class Importer {
   /**
    * Writes the batch in one short transaction, skipping addresses already
    * listed; only the skipped ones (usually few) are read back to tell "already
-   * on the list" from "an earlier row of this file". Then yields, so requests
-   * that queued for the database or the event loop meanwhile go first.
+   * on the list" from "an earlier row of this file". Other users of the
+   * database go first (WriterTurns).
    */
   async flush(): Promise<void> {
     const unique = new Map<string, Entry>();
@@ -115,7 +117,7 @@ class Importer {
     this.result.duplicates += this.batch.length - unique.size;
     this.batch = [];
     if (!unique.size) return;
-    await this.db.transaction(async (trx) => {
+    await this.turns.run(() => this.db.transaction(async (trx) => {
       const entries = [...unique.values()];
       for (let i = 0; i < entries.length; i += ROWS_PER_STATEMENT) {
         for (const { email } of await this.insert(trx, entries.slice(i, i + ROWS_PER_STATEMENT))) unique.delete(email);
@@ -130,8 +132,7 @@ class Importer {
         if (row.upload_id === this.upload.id) this.result.duplicates++;
         else this.result.already_present++;
       }
-    });
-    await yieldToEventLoop();
+    }));
   }
 
   /** Returns the addresses inserted (not already in the table). */
@@ -194,8 +195,9 @@ async function writeRows(db: Db, upload: UploadHandle, input: UploadInput): Prom
   const parser = parse({ bom: true, relax_column_count: true, skip_empty_lines: true, trim: true, info: true, max_record_size: 65_536 });
   source.on('error', (err) => parser.destroy(err));
   source.pipe(parser);
+  const turns = new WriterTurns(db);
   try {
-    const importer = new Importer(db, upload, input);
+    const importer = new Importer(db, turns, upload, input);
     let columns: Columns | undefined;
     for await (const { record, info } of parser as AsyncIterable<{ record: string[]; info: { lines: number } }>) {
       input.signal?.throwIfAborted();
@@ -215,6 +217,7 @@ async function writeRows(db: Db, upload: UploadHandle, input: UploadInput): Prom
     }
     return result;
   } finally {
+    turns.close();
     source.destroy();
     parser.destroy();
   }
