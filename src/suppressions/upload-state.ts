@@ -8,6 +8,7 @@
 import type { Db } from '../db';
 import { newId, randomBase62 } from '../ids';
 import { conflict } from '../http/errors';
+import { WriterTurns } from './writer-turns';
 
 /** This server process; an upload row with another owner found at start-up belongs to a process that is gone. */
 export const PROCESS_OWNER = `pid${process.pid}-${randomBase62(12)}`;
@@ -44,14 +45,18 @@ export async function commitUpload(db: Db, upload: UploadHandle): Promise<void> 
  * invisible, so a crash half-way through changes nothing either.
  */
 export async function abortUpload(db: Db, upload: UploadHandle, batchRows: number): Promise<void> {
-  for (;;) {
-    const batch = db('suppressions').select('rowid')
-      .where({ account_id: upload.accountId, upload_id: upload.id })
-      .andWhere('id', '>=', upload.firstRowId)
-      .limit(batchRows);
-    const deleted = await db('suppressions').whereIn('rowid', batch).delete();
-    if (deleted < batchRows) break;
-    await yieldToEventLoop();
+  const turns = new WriterTurns(db);
+  try {
+    for (;;) {
+      const batch = db('suppressions').select('rowid')
+        .where({ account_id: upload.accountId, upload_id: upload.id })
+        .andWhere('id', '>=', upload.firstRowId)
+        .limit(batchRows);
+      const deleted = await turns.run(() => db('suppressions').whereIn('rowid', batch).delete());
+      if (deleted < batchRows) break;
+    }
+  } finally {
+    turns.close();
   }
   await db('suppression_uploads').where({ id: upload.id }).delete();
 }
@@ -64,6 +69,3 @@ export async function recoverInterruptedUploads(db: Db, batchRows: number): Prom
   for (const row of stale) await abortUpload(db, { id: row.id, accountId: row.account_id, firstRowId: row.first_row_id }, batchRows);
   return stale.length;
 }
-
-/** Lets timers, sockets and queued queries run before the next batch. */
-export const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
