@@ -123,16 +123,21 @@ class Importer {
         for (const { email } of await this.insert(trx, entries.slice(i, i + ROWS_PER_STATEMENT))) unique.delete(email);
       }
       this.result.added += entries.length - unique.size;
-      if (!unique.size) return;
-      const existing: Array<{ upload_id: string | null }> = await trx('suppressions')
-        .where({ account_id: this.upload.accountId })
-        .whereIn('email', [...unique.keys()])
-        .select('upload_id');
-      for (const row of existing) {
-        if (row.upload_id === this.upload.id) this.result.duplicates++;
-        else this.result.already_present++;
-      }
+      const skipped = [...unique.keys()];
+      for (let i = 0; i < skipped.length; i += ROWS_PER_STATEMENT) await this.classifySkipped(trx, skipped.slice(i, i + ROWS_PER_STATEMENT));
     }));
+  }
+
+  /** An address skipped as already in the table is a duplicate when this upload wrote it, else it was listed before. */
+  private async classifySkipped(trx: Db, emails: string[]): Promise<void> {
+    const existing: Array<{ upload_id: string | null }> = await trx('suppressions')
+      .where({ account_id: this.upload.accountId })
+      .whereIn('email', emails)
+      .select('upload_id');
+    for (const row of existing) {
+      if (row.upload_id === this.upload.id) this.result.duplicates++;
+      else this.result.already_present++;
+    }
   }
 
   /** Returns the addresses inserted (not already in the table). */

@@ -16,6 +16,7 @@ import { createApp } from '../../src/app';
 import { createAccount } from '../../src/auth/accounts';
 import { createKey as createKeyInDb } from '../../src/auth/keys';
 import { newId } from '../../src/ids';
+import { addSuppression, isSuppressed } from '../../src/suppressions/store';
 
 function csvForm(rows: number, domain = 'bulk.example'): FormData {
   const lines = ['email,reason'];
@@ -115,6 +116,21 @@ test('an upload that fails half-way leaves the suppression list unchanged', () =
     assert.equal((await api.get('/v1/suppressions/user7@bulk.example')).body.reason, 'manual');
     // And the account can upload again.
     await waitFor('the upload lock to be released', async () => (await upload(api, csvForm(3))).status === 200);
+  }, { suppressions: { uploadBatchRows: 1000 } }));
+
+test('an address that bounces while an abandoned upload holds it stays on the list', () =>
+  withApp(async (app, api) => {
+    const account = await app.db('accounts').first('id');
+    const hangUp = new AbortController();
+    const abandoned = upload(api, csvForm(200_000), hangUp.signal).catch((err: Error) => err);
+    await waitFor('the first batches of the upload', async () => (await rawCount(app)) > 0);
+    assert.equal(await isSuppressed(app.db, account.id, 'user0@bulk.example'), false, 'a row of a running upload is not listed yet');
+    assert.equal(await addSuppression(app.db, { accountId: account.id, email: 'user0@bulk.example', reason: 'hard_bounce' }, Date.now()), true);
+    assert.equal(await isSuppressed(app.db, account.id, 'user0@bulk.example'), true);
+    hangUp.abort();
+    await abandoned;
+    await waitFor('the abandoned upload to be removed', async () => !(await app.db('suppression_uploads').first()));
+    assert.deepEqual(await app.db('suppressions').select('email', 'reason'), [{ email: 'user0@bulk.example', reason: 'hard_bounce' }]);
   }, { suppressions: { uploadBatchRows: 1000 } }));
 
 test('an upload interrupted by a server stop leaves the suppression list unchanged after the restart', async () => {
