@@ -31,17 +31,22 @@ export function normalizeEmail(email: string): string {
   return ascii ? value.slice(0, at + 1) + ascii : value;
 }
 
-/** Keeps only rows on the list: added one by one, or by an upload that has committed. */
-function onTheList(q: Knex.QueryBuilder): Knex.QueryBuilder {
+/**
+ * Keeps only rows on the list: added one by one, or by an upload that has
+ * committed. The subquery does not depend on the row, so SQLite runs it once
+ * (it finds at most the account's one running upload), not once per row.
+ */
+function onTheList(q: Knex.QueryBuilder, accountId: string): Knex.QueryBuilder {
   return q.where((w) =>
-    w.whereNull('suppressions.upload_id').orWhereNotExists((sub) =>
-      sub.select('id').from('suppression_uploads').whereRaw('suppression_uploads.id = suppressions.upload_id'),
+    w.whereNull('suppressions.upload_id').orWhereNotIn(
+      'suppressions.upload_id',
+      (sub) => sub.select('id').from('suppression_uploads').where('suppression_uploads.account_id', accountId),
     ),
   );
 }
 
 export async function isSuppressed(db: Queryable, accountId: string, email: string): Promise<boolean> {
-  const row = await onTheList(db('suppressions').where({ account_id: accountId, email: normalizeEmail(email) })).first('id');
+  const row = await onTheList(db('suppressions').where({ account_id: accountId, email: normalizeEmail(email) }), accountId).first('id');
   return Boolean(row);
 }
 
@@ -53,7 +58,7 @@ export async function addSuppression(
 ): Promise<boolean> {
   const email = normalizeEmail(input.email);
   const key = { account_id: input.accountId, email };
-  if (await onTheList(db('suppressions').where(key)).first('id')) return false;
+  if (await onTheList(db('suppressions').where(key), input.accountId).first('id')) return false;
   // Held by an upload still running: claim the row, so it stays listed whether that upload commits or fails.
   const claimed = await db('suppressions').where(key).whereNotNull('upload_id')
     .update({ upload_id: null, reason: input.reason, source_message_id: input.sourceMessageId ?? null, created_at: now });
@@ -93,7 +98,7 @@ function toSuppression(r: SuppressionRow): Suppression {
 }
 
 export async function getSuppression(db: Queryable, accountId: string, email: string): Promise<Suppression | undefined> {
-  const r: SuppressionRow | undefined = await onTheList(db('suppressions').where({ account_id: accountId, email: normalizeEmail(email) }))
+  const r: SuppressionRow | undefined = await onTheList(db('suppressions').where({ account_id: accountId, email: normalizeEmail(email) }), accountId)
     .first('id', 'account_id', 'email', 'reason', 'source_message_id', 'created_at');
   return r && toSuppression(r);
 }
@@ -113,7 +118,7 @@ export async function listSuppressions(
   cursor?: string,
 ): Promise<{ items: Suppression[]; total: number }> {
   const base = () => {
-    const q = onTheList(db('suppressions').where({ account_id: accountId }));
+    const q = onTheList(db('suppressions').where({ account_id: accountId }), accountId);
     if (filter.reason !== undefined) q.andWhere('reason', filter.reason);
     if (filter.emailPrefix) {
       // A range instead of LIKE: uses the (account_id, email) index and needs no escaping of % and _.

@@ -52,7 +52,8 @@ export async function abortUpload(db: Db, upload: UploadHandle, batchRows: numbe
         .where({ account_id: upload.accountId, upload_id: upload.id })
         .andWhere('id', '>=', upload.firstRowId)
         .limit(batchRows);
-      const deleted = await turns.run(() => db('suppressions').whereIn('rowid', batch).delete());
+      let deleted = 0;
+      await turns.run(async () => (deleted = await db('suppressions').whereIn('rowid', batch).delete()));
       if (deleted < batchRows) break;
     }
   } finally {

@@ -23,6 +23,9 @@ import { checkEmail } from './email';
 import { abortUpload, beginUpload, commitUpload, UploadHandle } from './upload-state';
 import { WriterTurns } from './writer-turns';
 
+/** Longest a batch should hold the writer; on a slow or busy machine batches shrink below uploadBatchRows to stay near it. */
+const BATCH_TARGET_MS = 200;
+const MIN_BATCH_ROWS = 100;
 /** Rows per INSERT statement: 6 parameters each stays far below SQLite's 32,766 variables. */
 const ROWS_PER_STATEMENT = 1000;
 const MAX_LISTED_INVALID = 100;
@@ -79,13 +82,16 @@ function headerColumns(cells: string[]): Columns | undefined {
 class Importer {
   readonly result: UploadResult = { received: 0, added: 0, already_present: 0, duplicates: 0, invalid_count: 0, invalid: [] };
   private batch: Entry[] = [];
+  private batchRows: number;
 
   constructor(
     private readonly db: Db,
     private readonly turns: WriterTurns,
     private readonly upload: UploadHandle,
     private readonly options: { reason: string; now: number; batchRows: number },
-  ) {}
+  ) {
+    this.batchRows = options.batchRows;
+  }
 
   invalid(line: number, value: string, error: string): void {
     this.result.invalid_count++;
@@ -102,7 +108,7 @@ class Importer {
       return this.invalid(line, value, `reason must be at most ${MAX_REASON} printable characters`);
     }
     this.batch.push({ email: checked.email, reason });
-    if (this.batch.length >= this.options.batchRows) await this.flush();
+    if (this.batch.length >= this.batchRows) await this.flush();
   }
 
   /**
@@ -117,7 +123,8 @@ class Importer {
     this.result.duplicates += this.batch.length - unique.size;
     this.batch = [];
     if (!unique.size) return;
-    await this.turns.run(() => this.db.transaction(async (trx) => {
+    const rows = unique.size;
+    const ms = await this.turns.run(() => this.db.transaction(async (trx) => {
       const entries = [...unique.values()];
       for (let i = 0; i < entries.length; i += ROWS_PER_STATEMENT) {
         for (const { email } of await this.insert(trx, entries.slice(i, i + ROWS_PER_STATEMENT))) unique.delete(email);
@@ -126,6 +133,9 @@ class Importer {
       const skipped = [...unique.keys()];
       for (let i = 0; i < skipped.length; i += ROWS_PER_STATEMENT) await this.classifySkipped(trx, skipped.slice(i, i + ROWS_PER_STATEMENT));
     }));
+    // Scale the next batch to the time this one took, up to the configured size.
+    const fitting = Math.floor((rows * BATCH_TARGET_MS) / Math.max(ms, 1));
+    this.batchRows = Math.max(MIN_BATCH_ROWS, Math.min(this.options.batchRows, fitting));
   }
 
   /** An address skipped as already in the table is a duplicate when this upload wrote it, else it was listed before. */

@@ -31,13 +31,14 @@ export class WriterTurns {
     for (const event of ['query', 'query-response', 'query-error']) db.on(event, this.onQuery);
   }
 
-  /** Runs `batch` once others have had their turn. */
-  async run<T>(batch: () => Promise<T>): Promise<T> {
+  /** Runs `batch` once others have had their turn; answers how long it held the database (ms). */
+  async run(batch: () => Promise<unknown>): Promise<number> {
     await this.othersFirst();
     const started = performance.now();
     this.inBatch = true;
     try {
-      return await batch();
+      await batch();
+      return performance.now() - started;
     } finally {
       this.inBatch = false;
       this.lastBatchMs = performance.now() - started;
