@@ -77,8 +77,8 @@ export function registerSuppressionRoutes(api: ApiRouter, deps: AppDeps): void {
       'All or nothing: a file that is not CSV, is empty, or has no valid address changes nothing, nor does an upload ' +
       'the client abandons or a stop interrupts; the addresses become visible at once when the upload finishes. ' +
       'One upload per account at a time: 409 `upload_in_progress` while another runs. ' +
-      `Rows are written ${config.suppressions.uploadBatchRows} per transaction (suppressions.uploadBatchRows), so other ` +
-      `requests are served during a large upload. Largest file: suppressions.uploadMaxBytes (default ${config.suppressions.uploadMaxBytes} bytes).`,
+      `Rows are written at most ${config.suppressions.uploadBatchRows} per transaction (suppressions.uploadBatchRows, fewer ` +
+      `when a batch takes over 200 ms), so other requests are served during a large upload. Largest file: suppressions.uploadMaxBytes (default ${config.suppressions.uploadMaxBytes} bytes).`,
     bodyType: 'multipart',
     bodyLimitBytes: config.suppressions.uploadMaxBytes,
     body: z.strictObject({ file: fileSchema, reason: reasonSchema.describe('Reason for rows without one of their own.') }),
