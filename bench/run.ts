@@ -10,6 +10,7 @@
  *   node dist/bench/run.js smtp [--seconds=2.5] [--concurrency=1,10,50] [--tls=off|on]
  *   node dist/bench/run.js analytics [--messages=1000000] [--days=365] [--suppressions=1000000] [--runs=15] [--rebuild] [--data=DIR]
  *   node --expose-gc dist/bench/run.js suppression-upload [--rows=1000000]
+ *   node dist/bench/run.js suppression-upload-contention [--rows=1000000] [--baseline-seconds=5]
  */
 type Mode = (args: string[]) => Promise<void>;
 
@@ -21,6 +22,7 @@ const MODES: Record<string, () => Mode> = {
   smtp: () => (require('./smtp') as typeof import('./smtp')).run,
   analytics: () => (require('./analytics') as typeof import('./analytics')).run,
   'suppression-upload': () => (require('./suppressions') as typeof import('./suppressions')).run,
+  'suppression-upload-contention': () => (require('./upload-contention') as typeof import('./upload-contention')).run,
 };
 
 async function main(): Promise<void> {

@@ -22,6 +22,7 @@ import { trackingHook } from './tracking/hook';
 import { registerAnalyticsRoutes } from './analytics/routes';
 import { applyRollup } from './analytics/rollup';
 import { registerSuppressionRoutes } from './suppressions/routes';
+import { uploadRunner } from './suppressions/upload-runner';
 
 /** A background loop (MTA, webhook dispatcher, re-checks…). */
 export interface Worker {
@@ -68,5 +69,5 @@ export const MODULES: Module[] = [
   webhooksModule,
   { name: 'tracking', routes: registerTrackingRoutes },
   { name: 'analytics', routes: registerAnalyticsRoutes, eventSinks: [applyRollup] },
-  { name: 'suppressions', routes: registerSuppressionRoutes },
+  { name: 'suppressions', routes: registerSuppressionRoutes, workers: (deps) => [uploadRunner(deps)] },
 ];

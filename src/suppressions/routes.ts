@@ -14,7 +14,7 @@ import { pageSchema, paginationQuery, toPage } from '../http/pagination';
 import { iso } from '../clock';
 import { checkEmail } from './email';
 import { addSuppression, deleteSuppression, getSuppression, listSuppressions, Suppression } from './store';
-import { importSuppressionCsv } from './upload';
+import { uploadRunner } from './upload-runner';
 
 const reasonSchema = z.string().trim().min(1).max(100).regex(/^[^\x00-\x1f\x7f]*$/, 'reason must be printable text');
 
@@ -71,20 +71,32 @@ export function registerSuppressionRoutes(api: ApiRouter, deps: AppDeps): void {
 
   api.router.post('/v1/suppressions/upload', removeUploads);
   api.add({
-    method: 'post', path: '/v1/suppressions/upload', scope: 'suppressions:manage', tag: 'Suppressions',
+    method: 'post', path: '/v1/suppressions/upload', scope: 'suppressions:manage', tag: 'Suppressions', liveOnly: true,
     summary: 'Upload a suppression list',
     description: 'CSV, one address per row (first column or a column named `email`), optional header row and per-row ' +
-      '`reason` column. All or nothing: a file that is not CSV, is empty, or has no valid address changes nothing. ' +
-      `Largest file: suppressions.uploadMaxBytes (default ${config.suppressions.uploadMaxBytes} bytes).`,
+      '`reason` column. Needs a live key (a sandbox key gets 403 `live_key_required`): the list decides what live mail is sent. ' +
+      'All or nothing: a file that is not CSV, is empty, or has no valid address changes nothing, nor does an upload ' +
+      'the client abandons or a stop interrupts; the addresses become visible at once when the upload finishes. ' +
+      'One upload per account at a time: 409 `upload_in_progress` while another runs. ' +
+      `Rows are written at most ${config.suppressions.uploadBatchRows} per transaction (suppressions.uploadBatchRows, fewer ` +
+      `when a batch takes over 200 ms), so other requests are served during a large upload. Largest file: suppressions.uploadMaxBytes (default ${config.suppressions.uploadMaxBytes} bytes).`,
     bodyType: 'multipart',
     bodyLimitBytes: config.suppressions.uploadMaxBytes,
     body: z.strictObject({ file: fileSchema, reason: reasonSchema.describe('Reason for rows without one of their own.') }),
-    responses: { 200: { description: 'Counts of what the file did', schema: uploadResult } },
-    async handler({ body, caller }) {
+    responses: {
+      200: { description: 'Counts of what the file did', schema: uploadResult },
+      409: { description: '`upload_in_progress`: another upload of this account is still running' },
+    },
+    async handler({ body, caller, ctx }) {
       if (body.file.mimetype && !CSV_TYPES.test(body.file.mimetype)) {
         throw unprocessable('invalid_csv', `the file is ${body.file.mimetype}, not CSV`, 'file');
       }
-      const result = await importSuppressionCsv(db, { accountId: caller.accountId, filePath: body.file.filepath, reason: body.reason, now: clock.now() });
+      const input = { accountId: caller.accountId, filePath: body.file.filepath, reason: body.reason, now: clock.now() };
+      const result = await uploadRunner(deps).run(input, (abort) => {
+        // 'close' before the answer was written: the client hung up while the file was being imported.
+        if (ctx.res.destroyed) abort();
+        else ctx.res.once('close', () => ctx.res.writableFinished || abort());
+      });
       return { status: 200, body: result };
     },
   });

@@ -4,6 +4,7 @@
  * account. Other modules call these functions, never the table.
  */
 import { domainToASCII } from 'node:url';
+import type { Knex } from 'knex';
 import type { Queryable } from '../db';
 import { newId } from '../ids';
 
@@ -30,8 +31,22 @@ export function normalizeEmail(email: string): string {
   return ascii ? value.slice(0, at + 1) + ascii : value;
 }
 
+/**
+ * Keeps only rows on the list: added one by one, or by an upload that has
+ * committed. The subquery does not depend on the row, so SQLite runs it once
+ * (it finds at most the account's one running upload), not once per row.
+ */
+function onTheList(q: Knex.QueryBuilder, accountId: string): Knex.QueryBuilder {
+  return q.where((w) =>
+    w.whereNull('suppressions.upload_id').orWhereNotIn(
+      'suppressions.upload_id',
+      (sub) => sub.select('id').from('suppression_uploads').where('suppression_uploads.account_id', accountId),
+    ),
+  );
+}
+
 export async function isSuppressed(db: Queryable, accountId: string, email: string): Promise<boolean> {
-  const row = await db('suppressions').where({ account_id: accountId, email: normalizeEmail(email) }).first('id');
+  const row = await onTheList(db('suppressions').where({ account_id: accountId, email: normalizeEmail(email) }), accountId).first('id');
   return Boolean(row);
 }
 
@@ -42,7 +57,12 @@ export async function addSuppression(
   now: number,
 ): Promise<boolean> {
   const email = normalizeEmail(input.email);
-  if (await db('suppressions').where({ account_id: input.accountId, email }).first('id')) return false;
+  const key = { account_id: input.accountId, email };
+  if (await onTheList(db('suppressions').where(key), input.accountId).first('id')) return false;
+  // Held by an upload still running: claim the row, so it stays listed whether that upload commits or fails.
+  const claimed = await db('suppressions').where(key).whereNotNull('upload_id')
+    .update({ upload_id: null, reason: input.reason, source_message_id: input.sourceMessageId ?? null, created_at: now });
+  if (claimed) return true;
   await db('suppressions')
     .insert({
       id: newId('sup'),
@@ -78,7 +98,8 @@ function toSuppression(r: SuppressionRow): Suppression {
 }
 
 export async function getSuppression(db: Queryable, accountId: string, email: string): Promise<Suppression | undefined> {
-  const r: SuppressionRow | undefined = await db('suppressions').where({ account_id: accountId, email: normalizeEmail(email) }).first();
+  const r: SuppressionRow | undefined = await onTheList(db('suppressions').where({ account_id: accountId, email: normalizeEmail(email) }), accountId)
+    .first('id', 'account_id', 'email', 'reason', 'source_message_id', 'created_at');
   return r && toSuppression(r);
 }
 
@@ -97,7 +118,7 @@ export async function listSuppressions(
   cursor?: string,
 ): Promise<{ items: Suppression[]; total: number }> {
   const base = () => {
-    const q = db('suppressions').where({ account_id: accountId });
+    const q = onTheList(db('suppressions').where({ account_id: accountId }), accountId);
     if (filter.reason !== undefined) q.andWhere('reason', filter.reason);
     if (filter.emailPrefix) {
       // A range instead of LIKE: uses the (account_id, email) index and needs no escaping of % and _.
@@ -106,7 +127,7 @@ export async function listSuppressions(
     }
     return q;
   };
-  const page = base().orderBy('id', 'desc').limit(limit);
+  const page = base().orderBy('id', 'desc').limit(limit).select('id', 'account_id', 'email', 'reason', 'source_message_id', 'created_at');
   if (cursor) page.andWhere('id', '<', cursor);
   const [rows, counted] = await Promise.all([page, base().count({ n: '*' }).first()]);
   return { items: (rows as SuppressionRow[]).map(toSuppression), total: Number((counted as { n: number } | undefined)?.n ?? 0) };

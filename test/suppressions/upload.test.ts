@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createKey, startTestApp, TestApp } from '../support/app';
+import { ApiClient, createKey, startTestApp, TestApp } from '../support/app';
 
 function form(content: string | Buffer, options: { type?: string; reason?: string; name?: string } = {}): FormData {
   const f = new FormData();
@@ -9,21 +9,22 @@ function form(content: string | Buffer, options: { type?: string; reason?: strin
   return f;
 }
 
-const upload = (app: TestApp, body: FormData) => app.api.post('/v1/suppressions/upload', body);
+const upload = (api: ApiClient, body: FormData) => api.post('/v1/suppressions/upload', body);
 const count = async (app: TestApp) => Number((await app.db('suppressions').count({ n: '*' }).first())?.n);
 
-async function withApp(fn: (app: TestApp) => Promise<void>, overrides = {}): Promise<void> {
+/** The upload changes what live mail does, so it takes a live key (`api` here). */
+async function withApp(fn: (app: TestApp, api: ApiClient) => Promise<void>, overrides = {}): Promise<void> {
   const app = await startTestApp(overrides);
   try {
-    await fn(app);
+    await fn(app, app.api.withKey(await createKey(app, 'live', ['suppressions:manage'])));
   } finally {
     await app.stop();
   }
 }
 
 test('a CSV with a header row: email and reason columns, normalised addresses, duplicates, invalid rows and addresses already listed', () =>
-  withApp(async (app) => {
-    assert.equal((await app.api.post('/v1/suppressions', { suppressions: [{ email: 'pre@example.com', reason: 'complaint' }] })).status, 200);
+  withApp(async (app, api) => {
+    assert.equal((await api.post('/v1/suppressions', { suppressions: [{ email: 'pre@example.com', reason: 'complaint' }] })).status, 200);
     const csv = [
       'Email,Name,Reason',
       'Alice@Example.com,Alice,hard_bounce',
@@ -36,7 +37,7 @@ test('a CSV with a header row: email and reason columns, normalised addresses, d
       'pre@example.com,Pre,',
       'eve@@example.com,Eve,',
     ].join('\r\n');
-    const res = await upload(app, form(csv));
+    const res = await upload(api, form(csv));
     assert.equal(res.status, 200, res.text);
     assert.deepEqual(res.body, {
       received: 8, added: 4, already_present: 1, duplicates: 1, invalid_count: 2,
@@ -53,12 +54,12 @@ test('a CSV with a header row: email and reason columns, normalised addresses, d
       'carol@xn--bcher-kva.example': 'complaint',
       'dave@example.com': 'bounced, twice',
     });
-    assert.equal((await app.api.get('/v1/suppressions/carol@b%C3%BCcher.example')).body.email, 'carol@xn--bcher-kva.example');
+    assert.equal((await api.get('/v1/suppressions/carol@b%C3%BCcher.example')).body.email, 'carol@xn--bcher-kva.example');
   }));
 
 test('a CSV without a header: one address per row in the first column, other columns ignored', () =>
-  withApp(async (app) => {
-    const res = await upload(app, form('a@example.com,whatever\nb@example.com\n\nc@example.com,x,y,z\n', { reason: 'legacy list' }));
+  withApp(async (app, api) => {
+    const res = await upload(api, form('a@example.com,whatever\nb@example.com\n\nc@example.com,x,y,z\n', { reason: 'legacy list' }));
     assert.equal(res.status, 200, res.text);
     assert.deepEqual([res.body.received, res.body.added, res.body.invalid_count], [3, 3, 0]);
     const reasons = await app.db('suppressions').distinct('reason');
@@ -66,7 +67,7 @@ test('a CSV without a header: one address per row in the first column, other col
   }));
 
 test('files that are not CSV, are empty or have no valid address are refused and nothing is saved', () =>
-  withApp(async (app) => {
+  withApp(async (app, api) => {
     const png = Buffer.from('89504e470d0a1a0a0000000d4948445200000001', 'hex');
     const cases: Array<[string, FormData, number, string]> = [
       ['binary content', form(png, { type: 'application/octet-stream' }), 422, 'invalid_csv'],
@@ -77,7 +78,7 @@ test('files that are not CSV, are empty or have no valid address are refused and
       ['a broken quote', form('a@example.com\n"b@example.com\n'), 422, 'invalid_csv'],
     ];
     for (const [what, body, status, code] of cases) {
-      const res = await upload(app, body);
+      const res = await upload(api, body);
       assert.equal(res.status, status, `${what}: ${res.text}`);
       assert.equal(res.body.error.code, code, what);
       assert.equal(res.body.error.param, 'file', what);
@@ -86,21 +87,21 @@ test('files that are not CSV, are empty or have no valid address are refused and
   }));
 
 test('duplicates and listed addresses are told apart across batches of a large file', () =>
-  withApp(async (app) => {
-    await app.api.post('/v1/suppressions', { suppressions: [{ email: 'user4500@example.com' }, { email: 'user10@example.com' }] });
+  withApp(async (app, api) => {
+    await api.post('/v1/suppressions', { suppressions: [{ email: 'user4500@example.com' }, { email: 'user10@example.com' }] });
     const rows = Array.from({ length: 5000 }, (_, i) => `user${i}@example.com`);
     rows.push('USER7@example.com', 'user4999@example.com', 'user10@example.com');
-    const res = await upload(app, form(rows.join('\n')));
+    const res = await upload(api, form(rows.join('\n')));
     assert.equal(res.status, 200, res.text);
     assert.deepEqual([res.body.received, res.body.added, res.body.already_present, res.body.duplicates], [5003, 4998, 3, 2]);
     assert.equal(await count(app), 5000);
   }));
 
 test('the upload is all or nothing: a fault after the first batches were written leaves the list as it was', () =>
-  withApp(async (app) => {
+  withApp(async (app, api) => {
     const rows = Array.from({ length: 4500 }, (_, i) => `user${i}@example.com`);
     rows.push('"broken@example.com,unclosed');
-    const res = await upload(app, form(rows.join('\n')));
+    const res = await upload(api, form(rows.join('\n')));
     assert.equal(res.status, 422, res.text);
     assert.equal(res.body.error.code, 'invalid_csv');
     assert.match(res.body.error.message, /line 4501/);
@@ -108,30 +109,30 @@ test('the upload is all or nothing: a fault after the first batches were written
   }));
 
 test('request faults: missing parts, wrong content type, too large, missing scope', () =>
-  withApp(async (app) => {
+  withApp(async (app, api) => {
     const noFile = new FormData();
     noFile.append('reason', 'x');
-    let res = await upload(app, noFile);
+    let res = await upload(api, noFile);
     assert.equal(res.status, 422);
     assert.equal(res.body.error.param, 'file');
     const noReason = new FormData();
     noReason.append('file', new Blob(['a@example.com']), 'a.csv');
-    res = await upload(app, noReason);
+    res = await upload(api, noReason);
     assert.equal(res.status, 422);
     assert.equal(res.body.error.param, 'reason');
-    res = await app.api.post('/v1/suppressions/upload', { file: 'a@example.com', reason: 'x' });
+    res = await api.post('/v1/suppressions/upload', { file: 'a@example.com', reason: 'x' });
     assert.equal(res.status, 415);
-    res = await upload(app, form('a@example.com\n'.repeat(200)));
+    res = await upload(api, form('a@example.com\n'.repeat(200)));
     assert.equal(res.status, 413);
     const twoFiles = new FormData();
     twoFiles.append('reason', 'x');
     twoFiles.append('file', new Blob(['a@example.com']), 'a.csv');
     twoFiles.append('file', new Blob(['b@example.com']), 'b.csv');
-    res = await upload(app, twoFiles);
+    res = await upload(api, twoFiles);
     assert.equal(res.status, 422, res.text);
     assert.equal(res.body.error.code, 'too_many_files');
     assert.equal(res.body.error.param, 'file');
-    const other = app.api.withKey(await createKey(app, 'test', ['analytics:read']));
+    const other = app.api.withKey(await createKey(app, 'live', ['analytics:read']));
     res = await other.post('/v1/suppressions/upload', form('a@example.com\n'));
     assert.equal(res.status, 403);
     assert.equal(await count(app), 0);
