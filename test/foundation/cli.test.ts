@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import http from 'node:http';
-import { runCli, startServer } from '../support/cli';
+import { runCli, runCliAsync, startServer } from '../support/cli';
 
 function tempConfig(extra: object = {}): { file: string; dir: string } {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pigeon-cli-'));
@@ -52,7 +52,7 @@ describe('keys from the CLI', () => {
     const { file } = tempConfig();
     const server = await startServer(file, true);
     try {
-      const created = runCli(['keys', 'create', '--mode', 'live', '--scopes', 'messages:read', '--config', file]);
+      const created = await runCliAsync(['keys', 'create', '--mode', 'live', '--scopes', 'messages:read', '--config', file]);
       assert.equal(created.code, 0, created.stderr);
       const key = created.stdout.trim();
       assert.match(key, /^svc_live_[A-Za-z0-9]{40}$/);
@@ -62,12 +62,12 @@ describe('keys from the CLI', () => {
       const denied = await fetch(`${server.url}/v1/account`, { headers: { authorization: `Bearer ${key}` } });
       assert.equal(denied.status, 403);
 
-      const listed = runCli(['keys', 'list', '--json', '--config', file]);
+      const listed = await runCliAsync(['keys', 'list', '--json', '--config', file]);
       const keys = JSON.parse(listed.stdout) as Array<{ id: string; prefix: string; mode: string }>;
       const mine = keys.find((k) => key.startsWith(k.prefix) && k.mode === 'live');
       assert.ok(mine);
       assert.ok(!listed.stdout.includes(key), 'list never shows a secret');
-      assert.equal(runCli(['keys', 'revoke', mine.id, '--config', file]).code, 0);
+      assert.equal((await runCliAsync(['keys', 'revoke', mine.id, '--config', file])).code, 0);
       const after = await fetch(`${server.url}/v1/messages`, { headers: { authorization: `Bearer ${key}` } });
       assert.equal(after.status, 401);
     } finally {

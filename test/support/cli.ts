@@ -9,6 +9,22 @@ export function runCli(args: string[], env: Record<string, string> = {}): { code
   return { code: res.status, stdout: res.stdout, stderr: res.stderr };
 }
 
+/**
+ * The same, without blocking this process's event loop: use it between requests to a running server, where a
+ * blocked loop misses the server closing an idle keep-alive socket and the next fetch fails on it.
+ */
+export function runCliAsync(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, timeout: 30_000 });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d) => (stdout += d));
+  child.stderr.on('data', (d) => (stderr += d));
+  return new Promise((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
 const children = new Set<ChildProcess>();
 process.on('exit', () => {
   for (const child of children) child.kill('SIGKILL');
