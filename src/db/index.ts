@@ -6,15 +6,15 @@
  */
 import path from 'node:path';
 import knex, { Knex } from 'knex';
-import type { Config } from './config';
-import { ensurePrivateDir, ensurePrivateFile } from './util/private-fs';
+import type { Config } from '../config';
+import { ensurePrivateDir, ensurePrivateFile } from '../util/private-fs';
 
 export type Db = Knex;
 export type Tx = Knex.Transaction;
 /** Either the database or an open transaction: repository functions accept both. */
 export type Queryable = Knex | Knex.Transaction;
 
-export const MIGRATIONS_DIR = path.resolve(__dirname, '..', '..', 'migrations');
+export const MIGRATIONS_DIR = path.resolve(__dirname, '..', '..', '..', 'migrations');
 
 export function databaseFile(config: Config): string {
   return path.resolve(config.dataDir, 'pigeon.sqlite');
