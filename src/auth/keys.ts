@@ -106,6 +106,9 @@ const KEY_CACHE_MAX = 10_000; // distinct live keys in use at once; ~1 KB each
 const keyCache = cachePerApp(hasReader, (db: Queryable) =>
   new ReadCache<string, ApiKey>({ max: KEY_CACHE_MAX, ttlMs: KEY_CACHE_TTL_MS, load: (hash) => keyByHash(readerOf(db), hash) }));
 
+/** Keys held in the app's cache (tests check that made-up keys add none). */
+export const keyCacheSize = (db: Queryable): number => keyCache(db)?.size ?? 0;
+
 export async function findKeyBySecret(db: Queryable, secret: string): Promise<ApiKey | undefined> {
   const hash = hashKey(secret);
   const cache = keyCache(db);
