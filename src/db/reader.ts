@@ -15,8 +15,9 @@ import type { Config } from '../config';
 import { databaseFile, Db, Queryable } from './index';
 
 /**
- * Two connections: measured with `npm run bench accept`, a second one lets an auth or send-rule miss run
- * beside a GET's list query; more add threads that the 2-core machine cannot run anyway.
+ * Two connections: a cache miss of the auth or send path (one indexed read) need not wait behind a GET's
+ * list query or an export page; more would add threads a 2-core machine cannot run. With the caches warm
+ * the send path reads nothing, so the accept bench cannot tell 1 from 2; revisit with GET-heavy load.
  */
 export const READER_CONNECTIONS = 2;
 
