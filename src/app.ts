@@ -10,6 +10,7 @@ import type { DestinationStream } from 'pino';
 import { Clock, systemClock } from './clock';
 import { Config, ConfigInput, parseConfig } from './config';
 import { Db, migrateLatest, openDatabase } from './db';
+import { attachReader, openReader } from './db/reader';
 import type { AppDeps } from './deps';
 import { createLogger } from './logger';
 import { createMetrics, MetricsListener, startMetricsListener } from './metrics';
@@ -50,10 +51,13 @@ export async function createApp(input: Config | ConfigInput = {}, options: AppOp
   const db = openDatabase(config);
   await migrateLatest(db);
   const bootstrapKey = await bootstrapIfEmpty(db, clock.now());
+  const reader = openReader(config);
+  attachReader(db, reader);
 
   const deps: AppDeps = {
     config,
     db,
+    reader,
     clock,
     log,
     metrics: createMetrics(),
@@ -73,7 +77,7 @@ export async function createApp(input: Config | ConfigInput = {}, options: AppOp
   } catch (err) {
     // a listener that cannot start (port taken, bad certificate) must not leave the others and the database open
     await Promise.all(Object.values(listeners).map((l) => l.close()));
-    await db.destroy();
+    await Promise.all([reader.destroy(), db.destroy()]);
     throw err;
   }
   const handle = createHttpApp(deps, MODULES.flatMap((m) => (m.routes ? [m.routes] : []))).callback();
@@ -137,7 +141,7 @@ async function shutdown(parts: { server: http.Server; listeners: Record<string, 
     deps.log.warn({ timeoutMs: timeout }, 'shutdown timed out; closing remaining connections');
     server.closeAllConnections();
   }
-  await db.destroy();
+  await Promise.all([deps.reader.destroy(), db.destroy()]);
   deps.log.info('pigeon stopped');
   deps.log.flush?.();
 }

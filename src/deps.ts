@@ -14,6 +14,8 @@ import type { AuthFailureLimiter, TokenBuckets } from './auth/rate-limit';
 export interface AppDeps {
   config: Config;
   db: Db;
+  /** Read-only connections for lookups and GETs (src/db/reader.ts); they never wait behind the writer. */
+  reader: Db;
   clock: Clock;
   log: Logger;
   metrics: Metrics;

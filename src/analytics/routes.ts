@@ -68,7 +68,7 @@ function rangeBody(scope: AnalyticsScope) {
 const NOTE = 'Counts are per account and per mode of the calling key, by the time each event happened.';
 
 export function registerAnalyticsRoutes(api: ApiRouter, deps: AppDeps): void {
-  const { db, clock } = deps;
+  const { reader: db, clock } = deps; // every route here only reads
 
   api.add({
     method: 'get', path: '/v1/analytics/stats', scope: 'analytics:read', tag: 'Analytics',

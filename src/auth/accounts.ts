@@ -1,7 +1,9 @@
 /** Accounts: the tenant that owns keys, domains, webhooks, pools and suppressions. */
 import type { Queryable } from '../db';
+import { hasReader, readerOf } from '../db/reader';
 import { newId } from '../ids';
 import { conflict } from '../http/errors';
+import { cachePerApp, ReadCache } from '../util/read-cache';
 
 export interface Account {
   id: string;
@@ -29,9 +31,20 @@ export async function findAccountByName(db: Queryable, name: string): Promise<Ac
   return row && toAccount(row);
 }
 
-export async function getAccount(db: Queryable, id: string): Promise<Account | undefined> {
+async function accountById(db: Queryable, id: string): Promise<Account | undefined> {
   const row = await db<AccountRow>('accounts').where({ id }).first();
   return row && toAccount(row);
+}
+
+// Accounts are never renamed or deleted, so the TTL only bounds memory use by accounts not seen lately.
+const ACCOUNT_CACHE_MAX = 10_000;
+const accountCache = cachePerApp(hasReader, (db: Queryable) =>
+  new ReadCache<string, Account>({ max: ACCOUNT_CACHE_MAX, ttlMs: 60_000, load: (id) => accountById(readerOf(db), id) }));
+
+/** Through the app's cache when given the app's handle (ids come from authenticated keys). */
+export async function getAccount(db: Queryable, id: string): Promise<Account | undefined> {
+  const cache = accountCache(db);
+  return cache ? cache.get(id) : accountById(db, id);
 }
 
 export async function countAccounts(db: Queryable): Promise<number> {

@@ -7,7 +7,9 @@
 import crypto from 'node:crypto';
 import type { Queryable } from '../db';
 import { fromJson, toJson } from '../db';
+import { hasReader, readerOf } from '../db/reader';
 import { newId, randomBase62 } from '../ids';
+import { cachePerApp, ReadCache } from '../util/read-cache';
 import { KEY_PREFIX, Mode, Scope } from './scopes';
 
 export const KEY_RANDOM_LENGTH = 40;
@@ -88,9 +90,29 @@ export async function createKey(db: Queryable, input: NewKey, now: number): Prom
   return { key: toKey(row), secret };
 }
 
-export async function findKeyBySecret(db: Queryable, secret: string): Promise<ApiKey | undefined> {
-  const row = await db<KeyRow>('api_keys').where({ key_hash: hashKey(secret) }).first();
+async function keyByHash(db: Queryable, hash: string): Promise<ApiKey | undefined> {
+  const row = await db<KeyRow>('api_keys').where({ key_hash: hash }).first();
   return row && toKey(row);
+}
+
+/**
+ * Keys by hash, for the app's handle. A revocation through this process clears it at once; one made by
+ * another process (`pigeon keys revoke`) is seen within KEY_CACHE_TTL_MS. Unknown hashes are never cached
+ * (see ReadCache), so a flood of made-up keys costs reads on the reader, throttled per address by
+ * AuthFailureLimiter, and no memory.
+ */
+export const KEY_CACHE_TTL_MS = 2_000;
+const KEY_CACHE_MAX = 10_000; // distinct live keys in use at once; ~1 KB each
+const keyCache = cachePerApp(hasReader, (db: Queryable) =>
+  new ReadCache<string, ApiKey>({ max: KEY_CACHE_MAX, ttlMs: KEY_CACHE_TTL_MS, load: (hash) => keyByHash(readerOf(db), hash) }));
+
+/** Keys held in the app's cache (tests check that made-up keys add none). */
+export const keyCacheSize = (db: Queryable): number => keyCache(db)?.size ?? 0;
+
+export async function findKeyBySecret(db: Queryable, secret: string): Promise<ApiKey | undefined> {
+  const hash = hashKey(secret);
+  const cache = keyCache(db);
+  return cache ? cache.get(hash) : keyByHash(db, hash);
 }
 
 export async function getKey(db: Queryable, accountId: string, id: string): Promise<ApiKey | undefined> {
@@ -123,12 +145,19 @@ export async function countActiveKeys(db: Queryable, accountId: string): Promise
 export async function revokeKey(db: Queryable, id: string, now: number, accountId?: string): Promise<ApiKey | undefined> {
   const where = accountId ? { id, account_id: accountId } : { id };
   await db('api_keys').where(where).whereNull('revoked_at').update({ revoked_at: now });
+  // The cache is keyed by hash, not id; revocations are rare, so forget every key.
+  keyCache(db)?.invalidate();
   const row = await db<KeyRow>('api_keys').where(where).first();
   return row && toKey(row);
 }
 
-/** last_used_at is written at most once a minute per key, so reads stay reads. */
+/**
+ * last_used_at is written at most once a minute per key, so reads stay reads. The stamp is set on the
+ * key object before the write: that object is the cached one, so the requests of the next minute (and
+ * those running while the write is queued) skip the write.
+ */
 export async function touchKey(db: Queryable, key: ApiKey, now: number): Promise<void> {
   if (key.lastUsedAt !== null && now - key.lastUsedAt < 60_000) return;
+  key.lastUsedAt = now;
   await db('api_keys').where({ id: key.id }).update({ last_used_at: now });
 }

@@ -1,13 +1,27 @@
-/** Account security settings: the IP allowlist, cached briefly because every request reads it. */
+/**
+ * Account security settings: the IP allowlist. Every request reads it, so it is cached per account (see
+ * ReadCache): a change through this process applies to the next request; one made by another process
+ * (`pigeon settings`) within ALLOWLIST_CACHE_TTL_MS.
+ */
 import type { Clock } from '../clock';
-import type { Db, Queryable } from '../db';
+import type { Db } from '../db';
 import { fromJson, toJson } from '../db';
+import { readerOf } from '../db/reader';
+import { ReadCache } from '../util/read-cache';
 
-const CACHE_MS = 2_000;
+export const ALLOWLIST_CACHE_TTL_MS = 2_000;
+// Keyed by the account of a key that authenticated, so bounded by the accounts; the LRU bounds it anyway.
+const ALLOWLIST_CACHE_MAX = 10_000;
 
 export class SecuritySettings {
-  // Bounded by the number of accounts: keyed by the account of a key that authenticated.
-  private readonly cache = new Map<string, { entries: string[]; at: number }>();
+  private readonly cache = new ReadCache<string, string[]>({
+    max: ALLOWLIST_CACHE_MAX,
+    ttlMs: ALLOWLIST_CACHE_TTL_MS,
+    load: async (accountId) => {
+      const row = await readerOf(this.db)('account_settings').where({ account_id: accountId }).first();
+      return fromJson<string[]>(row?.allowed_ips, []);
+    },
+  });
 
   constructor(
     private readonly db: Db,
@@ -15,25 +29,21 @@ export class SecuritySettings {
   ) {}
 
   async allowedIps(accountId: string): Promise<string[]> {
-    const hit = this.cache.get(accountId);
-    if (hit && this.clock.now() - hit.at < CACHE_MS) return hit.entries;
-    const row = await this.db('account_settings').where({ account_id: accountId }).first();
-    const entries = fromJson<string[]>(row?.allowed_ips, []);
-    this.cache.set(accountId, { entries, at: this.clock.now() });
-    return entries;
+    return (await this.cache.get(accountId)) ?? [];
   }
 
-  async setAllowedIps(accountId: string, entries: string[], trx: Queryable = this.db): Promise<void> {
+  /** Committed before the cache is cleared, so no lookup can re-read the old list after it. */
+  async setAllowedIps(accountId: string, entries: string[]): Promise<void> {
     const now = this.clock.now();
-    await trx('account_settings')
+    await this.db('account_settings')
       .insert({ account_id: accountId, allowed_ips: toJson(entries), updated_at: now })
       .onConflict('account_id')
       .merge();
-    this.cache.set(accountId, { entries, at: now });
+    this.cache.invalidate(accountId);
   }
 
   async updatedAt(accountId: string): Promise<number | null> {
-    const row = await this.db('account_settings').where({ account_id: accountId }).first();
+    const row = await readerOf(this.db)('account_settings').where({ account_id: accountId }).first();
     return row ? Number(row.updated_at) : null;
   }
 }

@@ -1,6 +1,49 @@
-/** Read-only questions other modules ask about sending domains. */
+/**
+ * Read-only questions other modules ask about sending domains: the send rule
+ * (is the From domain verified?) on every send, the return path on every
+ * delivery. Given the app's handle they are answered from a per-account cache
+ * of the account's domains (one query per account per DOMAIN_CACHE_TTL_MS),
+ * cleared by this module's writes (add, verify, re-check, rotate, delete):
+ * `forgetAccountDomains`. A change made by another process (the CLI) is seen
+ * within the TTL. Given a transaction they read through it.
+ */
 import type { Queryable } from '../db';
+import { hasReader, readerOf } from '../db/reader';
+import { cachePerApp, ReadCache } from '../util/read-cache';
 import { lookupName } from './name';
+
+/** What the send and delivery paths need to know of one of the account's domains. */
+interface DomainFacts {
+  /** verified, or failing but in grace */
+  sendable: boolean;
+  returnPathVerified: boolean;
+}
+
+export const DOMAIN_CACHE_TTL_MS = 2_000;
+// Keyed by authenticated account ids; each entry holds at most limits.domainsPerAccount names (CLI adds aside).
+const DOMAIN_CACHE_MAX = 10_000;
+
+async function loadAccountDomains(db: Queryable, accountId: string): Promise<Map<string, DomainFacts>> {
+  const rows: Array<{ name: string; status: string; rp: number | null }> = await db('domains')
+    .leftJoin('domain_record_checks as c', (j) => j.on('c.domain_id', 'domains.id').andOnVal('c.record', 'return_path').andOnVal('c.state', 'verified'))
+    .where('domains.account_id', accountId)
+    .select('domains.name', 'domains.status', db.raw('c.domain_id is not null as rp'));
+  return new Map(rows.map((r) => [r.name, { sendable: r.status === 'verified' || r.status === 'failing', returnPathVerified: Boolean(r.rp) }]));
+}
+
+const domainCache = cachePerApp(hasReader, (db: Queryable) =>
+  new ReadCache<string, Map<string, DomainFacts>>({ max: DOMAIN_CACHE_MAX, ttlMs: DOMAIN_CACHE_TTL_MS, load: (id) => loadAccountDomains(readerOf(db), id) }));
+
+async function factsOf(db: Queryable, accountId: string, name: string): Promise<DomainFacts | undefined> {
+  const cache = domainCache(db);
+  const domains = cache ? await cache.get(accountId) : await loadAccountDomains(db, accountId);
+  return domains?.get(name);
+}
+
+/** Called with the app's handle after a write to the account's domains has committed. */
+export function forgetAccountDomains(db: Queryable, accountId: string): void {
+  domainCache(db)?.invalidate(accountId);
+}
 
 /**
  * True when the account has this exact domain (not a parent) in status verified or failing-but-in-grace.
@@ -9,8 +52,7 @@ import { lookupName } from './name';
 export async function isVerifiedDomain(db: Queryable, accountId: string, domain: string): Promise<boolean> {
   const name = lookupName(domain);
   if (!name) return false;
-  const row = await db('domains').where({ account_id: accountId, name }).whereIn('status', ['verified', 'failing']).first('id');
-  return Boolean(row);
+  return (await factsOf(db, accountId, name))?.sendable ?? false;
 }
 
 /**
@@ -21,9 +63,5 @@ export async function isVerifiedDomain(db: Queryable, accountId: string, domain:
 export async function getReturnPathDomain(db: Queryable, accountId: string, domain: string, returnPathLabel: string): Promise<string | null> {
   const name = lookupName(domain);
   if (!name) return null;
-  const row = await db('domains')
-    .join('domain_record_checks', 'domain_record_checks.domain_id', 'domains.id')
-    .where({ 'domains.account_id': accountId, 'domains.name': name, 'domain_record_checks.record': 'return_path', 'domain_record_checks.state': 'verified' })
-    .first('domains.name');
-  return row ? `${returnPathLabel}.${row.name as string}` : null;
+  return (await factsOf(db, accountId, name))?.returnPathVerified ? `${returnPathLabel}.${name}` : null;
 }

@@ -32,6 +32,7 @@ export function registerDomainRoutes(api: ApiRouter, deps: AppDeps): void {
     db: deps.db, config: deps.config, clock: deps.clock, log: deps.log, signals: deps.signals,
     resolver: verificationResolver(deps.config),
   };
+  const readCtx: DomainsContext = { ...ctx, db: deps.reader }; // the GETs only read
   const shape = (b: Parameters<typeof shapeDomain>[1]) => shapeDomain(deps.config, b);
   const tag = 'Domains';
 
@@ -55,7 +56,7 @@ export function registerDomainRoutes(api: ApiRouter, deps: AppDeps): void {
     query: z.object(paginationQuery),
     responses: { 200: { description: 'A page of domains', schema: pageSchema(domainSchema) } },
     async handler({ query, caller }) {
-      const page = await listDomains(ctx, caller.accountId, query.limit + 1, query.cursor);
+      const page = await listDomains(readCtx, caller.accountId, query.limit + 1, query.cursor);
       return { status: 200, body: toPage(page.items, query.limit, page.total, (b) => b.domain.id, shape) };
     },
   });
@@ -65,7 +66,7 @@ export function registerDomainRoutes(api: ApiRouter, deps: AppDeps): void {
     summary: 'Get a domain', params: domainParam,
     responses: { 200: { description: 'The domain', schema: domainSchema } },
     async handler({ params, caller }) {
-      return { status: 200, body: shape(await getDomain(ctx, caller.accountId, params.domain)) };
+      return { status: 200, body: shape(await getDomain(readCtx, caller.accountId, params.domain)) };
     },
   });
 

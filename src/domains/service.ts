@@ -13,6 +13,7 @@ import { newId } from '../ids';
 import { conflict, notFound, unprocessable } from '../http/errors';
 import { generateDkimKey, newSelector, sealPrivateKey, type DkimAlgorithm, type KeySource } from './keys';
 import { lookupName, normalizeDomainName } from './name';
+import { forgetAccountDomains } from './lookup';
 import {
   checksOf, findDomain, insertDomain, insertKey, keysOf, pageDomains,
   type Domain, type DomainKey, type StoredCheck,
@@ -83,6 +84,7 @@ export async function addDomain(ctx: DomainsContext, accountId: string, input: N
       });
       return d;
     });
+    forgetAccountDomains(ctx.db, accountId);
     ctx.log?.info({ domain: domain.name, accountId, dkimAlgorithm: generated.algorithm }, 'domain added');
     return (await bundles(ctx, [domain]))[0];
   } catch (err) {
@@ -123,6 +125,7 @@ export async function rotateDkim(ctx: DomainsContext, accountId: string, name: s
     id: keyId, domainId: domain.id, selector, algorithm: generated.algorithm, publicKey: generated.publicKey,
     sealed: sealPrivateKey(ctx.keySource ?? ctx.config.dataDir, keyId, generated.privateKeyPem), status: 'pending', now,
   });
+  forgetAccountDomains(ctx.db, accountId);
   ctx.log?.info({ domain: domain.name, accountId, selector }, 'dkim rotation started');
   return (await bundles(ctx, [domain]))[0];
 }
@@ -145,6 +148,7 @@ export async function deleteDomain(ctx: DomainsContext, accountId: string, name:
     await trx('domains').where({ id: domain.id }).delete();
     return { name: domain.name, cancelledMessages: cancelled };
   });
+  forgetAccountDomains(ctx.db, accountId);
   ctx.log?.info({ domain: result.name, accountId, cancelledMessages: result.cancelledMessages }, 'domain deleted');
   ctx.signals?.emit('domainEvents');
   return result;

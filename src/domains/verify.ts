@@ -16,6 +16,7 @@ import type { Config } from '../config';
 import type { Queryable } from '../db';
 import { createResolver, type DnsResolver } from '../dns/resolver';
 import { checkDkim, checkDmarc, checkReturnPath, checkSpf } from './checks';
+import { forgetAccountDomains } from './lookup';
 import { expectedRecords, type ExpectedRecord } from './records';
 import {
   findDomainById, insertDomainEvent, keysOf, promoteKey, saveChecks, updateDomainState,
@@ -115,6 +116,8 @@ export async function verifyDomain(ctx: DomainsContext, domain: Domain): Promise
     }
     return next;
   });
+  // After the commit: the send rule and the return path follow the new state from the next send on.
+  forgetAccountDomains(ctx.db, domain.accountId);
   if (stored && events.length) {
     ctx.log?.info({ domain: stored.name, accountId: stored.accountId, status: stored.status, events }, 'domain state changed');
     ctx.signals?.emit('domainEvents');

@@ -27,7 +27,8 @@ function normalizeAddressFilter(value: string | undefined): string | undefined {
 }
 
 export function registerMessageRoutes(api: ApiRouter, deps: AppDeps): void {
-  const { db, clock, config } = deps;
+  // GETs read through the reader: a send is answered only once committed, so its GET finds it.
+  const { db, reader, clock, config } = deps;
 
   api.add({
     method: 'post', path: '/v1/messages/send', scope: 'messages:send', tag: 'Messages',
@@ -57,9 +58,9 @@ export function registerMessageRoutes(api: ApiRouter, deps: AppDeps): void {
     params: idParam,
     responses: { 200: { description: 'The message', schema: messageDetailSchema }, 404: { description: 'No such message' } },
     async handler({ params, caller }) {
-      const message = await getMessage(db, caller, params.id);
+      const message = await getMessage(reader, caller, params.id);
       if (!message) throw notFound('message', 'id');
-      const [attempts, events] = await Promise.all([attemptsOf(db, message.id), eventsOf(db, caller, message.id)]);
+      const [attempts, events] = await Promise.all([attemptsOf(reader, message.id), eventsOf(reader, caller, message.id)]);
       return { status: 200, body: { ...shapeMessage(message), attempts: attempts.map(shapeAttempt), events: events.map(shapeEvent) } };
     },
   });
@@ -79,7 +80,7 @@ export function registerMessageRoutes(api: ApiRouter, deps: AppDeps): void {
         createdAfter: query.created_after === undefined ? undefined : Date.parse(query.created_after),
         createdBefore: query.created_before === undefined ? undefined : Date.parse(query.created_before),
       };
-      const page = await listMessages(db, caller, filters, query.limit + 1, query.cursor);
+      const page = await listMessages(reader, caller, filters, query.limit + 1, query.cursor);
       return { status: 200, body: toPage(page.items, query.limit, page.total, (m) => m.id, shapeMessage) };
     },
   });

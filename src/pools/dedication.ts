@@ -8,22 +8,18 @@
  */
 import type { Config } from '../config';
 import type { Queryable } from '../db';
+import { getAccount } from '../auth/accounts';
 import { ApiError } from '../http/errors';
 
 export type SourceIp = Config['ips'][number];
 
 export const isShared = (ip: SourceIp): boolean => ip.account === undefined;
 
-async function accountName(db: Queryable, accountId: string): Promise<string | undefined> {
-  const row = await db('accounts').where({ id: accountId }).first('name');
-  return row?.name as string | undefined;
-}
-
 /** The configured addresses this account may send from, in config order: the shared ones and those dedicated to it. */
 export async function usableIps(db: Queryable, config: Pick<Config, 'ips'>, accountId: string): Promise<SourceIp[]> {
   // Most appliances dedicate nothing: no database read on the delivery path then.
   if (config.ips.every(isShared)) return config.ips;
-  const name = await accountName(db, accountId);
+  const name = (await getAccount(db, accountId))?.name;
   return config.ips.filter((ip) => isShared(ip) || ip.account === name);
 }
 

@@ -1,13 +1,54 @@
-/** Read-only questions other modules ask about IP pools. `default` always exists. */
+/**
+ * Read-only questions other modules ask about IP pools. `default` always
+ * exists. Given the app's handle they are answered from a per-account cache
+ * of the account's named pools and their members (one query per account per
+ * POOL_CACHE_TTL_MS), cleared by the pool writes of this process
+ * (`forgetAccountPools`); a change made by another process (the CLI) is seen
+ * within the TTL. Given a transaction they read through it.
+ */
 import type { Config } from '../config';
 import type { Queryable } from '../db';
+import { hasReader, readerOf } from '../db/reader';
+import { cachePerApp, ReadCache } from '../util/read-cache';
 import { usableIps } from './dedication';
 
 export const DEFAULT_POOL = 'default';
 
+export const POOL_CACHE_TTL_MS = 2_000;
+// Keyed by authenticated account ids; each entry holds the account's pools (limits.poolsPerAccount).
+const POOL_CACHE_MAX = 10_000;
+
+/** The account's named pools → their member addresses. */
+async function loadAccountPools(db: Queryable, accountId: string): Promise<Map<string, Set<string>>> {
+  const rows: Array<{ name: string; address: string | null }> = await db('ip_pools as p')
+    .leftJoin('ip_pool_members as m', 'm.pool_id', 'p.id')
+    .where('p.account_id', accountId)
+    .select('p.name', 'm.address');
+  const pools = new Map<string, Set<string>>();
+  for (const r of rows) {
+    const members = pools.get(r.name) ?? new Set<string>();
+    if (r.address !== null) members.add(r.address);
+    pools.set(r.name, members);
+  }
+  return pools;
+}
+
+const poolCache = cachePerApp(hasReader, (db: Queryable) =>
+  new ReadCache<string, Map<string, Set<string>>>({ max: POOL_CACHE_MAX, ttlMs: POOL_CACHE_TTL_MS, load: (id) => loadAccountPools(readerOf(db), id) }));
+
+async function accountPools(db: Queryable, accountId: string): Promise<Map<string, Set<string>>> {
+  const cache = poolCache(db);
+  return (cache ? await cache.get(accountId) : undefined) ?? loadAccountPools(db, accountId);
+}
+
+/** Called with the app's handle after a write to the account's pools has committed. */
+export function forgetAccountPools(db: Queryable, accountId: string): void {
+  poolCache(db)?.invalidate(accountId);
+}
+
 export async function poolExists(db: Queryable, accountId: string, name: string): Promise<boolean> {
   if (name === DEFAULT_POOL) return true;
-  return Boolean(await db('ip_pools').where({ account_id: accountId, name }).first('id'));
+  return (await accountPools(db, accountId)).has(name);
 }
 
 /** A configured source address as a pool uses it. */
@@ -28,10 +69,6 @@ export interface PoolMember {
 export async function poolMembers(db: Queryable, config: Pick<Config, 'ips'>, accountId: string, pool: string): Promise<PoolMember[]> {
   const all = (await usableIps(db, config, accountId)).map((ip) => ({ address: ip.address, hostname: ip.hostname, weight: ip.weight ?? 1 }));
   if (pool === DEFAULT_POOL) return all;
-  const rows: Array<{ address: string }> = await db('ip_pool_members as m')
-    .join('ip_pools as p', 'p.id', 'm.pool_id')
-    .where({ 'p.account_id': accountId, 'p.name': pool })
-    .select('m.address');
-  const addresses = new Set(rows.map((r) => r.address));
+  const addresses = (await accountPools(db, accountId)).get(pool) ?? new Set<string>();
   return all.filter((ip) => addresses.has(ip.address));
 }

@@ -11,7 +11,7 @@ import type { AppDeps } from '../deps';
 import { conflict, notFound, unprocessable } from '../http/errors';
 import { newId } from '../ids';
 import { isShared, operatorManaged, usableIps, type SourceIp } from './dedication';
-import { DEFAULT_POOL } from './lookup';
+import { DEFAULT_POOL, forgetAccountPools } from './lookup';
 import * as repo from './repository';
 import type { IpRuntime } from './runtime';
 import { ipStatuses, type IpStatus } from './status';
@@ -114,6 +114,7 @@ export async function createPool(ctx: PoolsContext, accountId: string, input: { 
     if (await repo.findPool(trx, accountId, input.name)) throw conflict('pool_exists', `an IP pool named ${input.name} already exists`, 'name');
     await repo.insertPool(trx, record);
   });
+  forgetAccountPools(ctx.db, accountId);
   return (await bundle(ctx, accountId, [named(record)]))[0];
 }
 
@@ -156,6 +157,7 @@ export async function updatePool(ctx: PoolsContext, accountId: string, name: str
     if (patch.overflow !== undefined) await repo.setOverflow(trx, accountId, target, patch.overflow, now);
   });
   ctx.runtime.invalidate();
+  forgetAccountPools(ctx.db, accountId);
   return getPool(ctx, accountId, target);
 }
 
@@ -169,6 +171,7 @@ export async function deletePool(ctx: PoolsContext, accountId: string, name: str
     if (feeders.length) throw conflict('pool_in_use', `IP pool(s) ${feeders.join(', ')} overflow into this pool; change their overflow first`, 'name');
     await repo.deletePool(trx, pool);
   });
+  forgetAccountPools(ctx.db, accountId);
 }
 
 export interface WarmupRequest {

@@ -67,7 +67,7 @@ const removeUploads: Middleware = async (ctx, next) => {
 };
 
 export function registerSuppressionRoutes(api: ApiRouter, deps: AppDeps): void {
-  const { db, clock, config } = deps;
+  const { db, reader, clock, config } = deps;
 
   api.router.post('/v1/suppressions/upload', removeUploads);
   api.add({
@@ -111,7 +111,7 @@ export function registerSuppressionRoutes(api: ApiRouter, deps: AppDeps): void {
     }),
     responses: { 200: { description: 'A page of suppressions, newest first', schema: pageSchema(suppressionSchema) } },
     async handler({ query, caller }) {
-      const { items, total } = await listSuppressions(db, caller.accountId, { reason: query.reason, emailPrefix: query.email }, query.limit + 1, query.cursor);
+      const { items, total } = await listSuppressions(reader, caller.accountId, { reason: query.reason, emailPrefix: query.email }, query.limit + 1, query.cursor);
       return { status: 200, body: toPage(items, query.limit, total, (s) => s.id, shape) };
     },
   });
@@ -121,7 +121,7 @@ export function registerSuppressionRoutes(api: ApiRouter, deps: AppDeps): void {
     summary: 'Is this address suppressed?', params: emailParam,
     responses: { 200: { description: 'The suppression', schema: suppressionSchema }, 404: { description: 'Not on the list' } },
     async handler({ params, caller }) {
-      const found = await getSuppression(db, caller.accountId, params.email);
+      const found = await getSuppression(reader, caller.accountId, params.email);
       if (!found) throw notFound('suppression', 'email');
       return { status: 200, body: shape(found) };
     },

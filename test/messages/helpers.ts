@@ -2,6 +2,7 @@
 import { createAccount } from '../../src/auth/accounts';
 import { createKey as createKeyRecord } from '../../src/auth/keys';
 import { SCOPES } from '../../src/auth/scopes';
+import { forgetAccountDomains } from '../../src/domains/lookup';
 import { newId } from '../../src/ids';
 import type { TestApp } from '../support/app';
 
@@ -22,6 +23,7 @@ export async function defaultAccountId(app: TestApp): Promise<string> {
 export async function addVerifiedDomain(app: TestApp, accountId: string, name: string): Promise<void> {
   const now = app.deps.clock.now();
   await app.db('domains').insert({ id: newId('dom'), account_id: accountId, name, status: 'verified', created_at: now, verified_at: now });
+  forgetAccountDomains(app.db, accountId); // as the domains module does after its writes
 }
 
 /** A second account with one key of the given mode holding every scope. */

@@ -31,3 +31,16 @@ export function arrivals<T>(items: T[], describe: (count: number, timeoutMs: num
     },
   };
 }
+
+/**
+ * Polls `probe` every 50 ms until it returns true; resolves with the milliseconds that took, or rejects
+ * after timeoutMs. For a change another process makes, which a running server sees within a stated bound.
+ */
+export async function eventually(probe: () => Promise<boolean>, timeoutMs: number, what: string): Promise<number> {
+  const started = performance.now();
+  for (;;) {
+    if (await probe()) return performance.now() - started;
+    if (performance.now() - started > timeoutMs) throw new Error(`${what}: not within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
