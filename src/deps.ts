@@ -5,6 +5,7 @@
 import type { Clock } from './clock';
 import type { Config } from './config';
 import type { Db } from './db';
+import type { Writer } from './db/writer';
 import type { Logger } from './logger';
 import type { Metrics } from './metrics';
 import type { Signals } from './signals';
@@ -14,6 +15,8 @@ import type { AuthFailureLimiter, TokenBuckets } from './auth/rate-limit';
 export interface AppDeps {
   config: Config;
   db: Db;
+  /** The batching writer every hot-path write goes through (src/db/writer.ts). */
+  writer: Writer;
   clock: Clock;
   log: Logger;
   metrics: Metrics;
