@@ -129,7 +129,7 @@ interface GroupCounters {
 async function groupCounters(server: Server): Promise<GroupCounters> {
   const text = await (await fetch(server.metricsUrl)).text();
   const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
-  return { sum: value('pigeon_accept_group_messages_sum'), count: value('pigeon_accept_group_messages_count') };
+  return { sum: value('pigeon_writer_commit_weight_sum'), count: value('pigeon_writer_commit_weight_count') };
 }
 
 /** Mean messages per accept transaction since `before`. */

@@ -5,15 +5,18 @@
  * and a temporary dataDir.
  */
 import http from 'node:http';
+import { Histogram } from 'prom-client';
 import type { AddressInfo } from 'node:net';
 import type { DestinationStream } from 'pino';
 import { Clock, systemClock } from './clock';
 import { Config, ConfigInput, parseConfig } from './config';
 import { Db, migrateLatest, openDatabase } from './db';
 import { attachReader, openReader } from './db/reader';
+import { Writer } from './db/writer';
+import { checkpointWorker } from './db/checkpoint';
 import type { AppDeps } from './deps';
 import { createLogger } from './logger';
-import { createMetrics, MetricsListener, startMetricsListener } from './metrics';
+import { createMetrics, type Metrics, MetricsListener, startMetricsListener } from './metrics';
 import { Signals } from './signals';
 import { SecuritySettings } from './auth/settings';
 import { AuthFailureLimiter, TokenBuckets } from './auth/rate-limit';
@@ -48,19 +51,21 @@ export async function createApp(input: Config | ConfigInput = {}, options: AppOp
   const config = parseConfig(input);
   const clock = options.clock ?? systemClock;
   const log = createLogger(config.log.level, options.logStream);
-  const db = openDatabase(config);
+  const db = openDatabase(config, undefined, { autoCheckpoint: false }); // checkpoints run on a timer (db/checkpoint.ts)
   await migrateLatest(db);
   const bootstrapKey = await bootstrapIfEmpty(db, clock.now());
   const reader = openReader(config);
   attachReader(db, reader);
 
+  const appMetrics = createMetrics();
   const deps: AppDeps = {
     config,
     db,
     reader,
+    writer: createWriter(db, config, appMetrics),
     clock,
     log,
-    metrics: createMetrics(),
+    metrics: appMetrics,
     signals: new Signals(),
     settings: new SecuritySettings(db, clock),
     buckets: new TokenBuckets(clock, config.rateLimit.requestsPerSecond, config.rateLimit.burst),
@@ -68,7 +73,7 @@ export async function createApp(input: Config | ConfigInput = {}, options: AppOp
   };
 
   for (const sink of MODULES.flatMap((m) => m.eventSinks ?? [])) addEventSink(sink);
-  const workers: Worker[] = MODULES.flatMap((m) => m.workers?.(deps) ?? []);
+  const workers: Worker[] = [...MODULES.flatMap((m) => m.workers?.(deps) ?? []), checkpointWorker(config, log)];
   const listeners: Record<string, Listener> = {};
   let metrics: MetricsListener | undefined;
   try {
@@ -114,6 +119,16 @@ export async function createApp(input: Config | ConfigInput = {}, options: AppOp
   };
 }
 
+/** The shared writer, with `pigeon_writer_commit_weight` showing how much each commit carried. */
+function createWriter(db: Db, config: Config, metrics: Metrics): Writer {
+  const { groupCommit, groupCommitWindowMs, groupCommitMaxMessages } = config.messages;
+  const weight = new Histogram({
+    name: 'pigeon_writer_commit_weight', help: 'Work (messages) committed per writer transaction',
+    buckets: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000], registers: [metrics.registry],
+  });
+  return new Writer(db, { maxWeight: groupCommit ? groupCommitMaxMessages : 1, windowMs: groupCommitWindowMs, onCommit: (_n, w) => weight.observe(w) });
+}
+
 function formatHost(host: string): string {
   if (host === '0.0.0.0') return '127.0.0.1';
   if (host === '::') return '[::1]';
@@ -141,6 +156,7 @@ async function shutdown(parts: { server: http.Server; listeners: Record<string, 
     deps.log.warn({ timeoutMs: timeout }, 'shutdown timed out; closing remaining connections');
     server.closeAllConnections();
   }
+  await deps.writer.drained(); // work already handed to the writer is committed before the database closes
   await Promise.all([deps.reader.destroy(), db.destroy()]);
   deps.log.info('pigeon stopped');
   deps.log.flush?.();

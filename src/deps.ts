@@ -5,6 +5,7 @@
 import type { Clock } from './clock';
 import type { Config } from './config';
 import type { Db } from './db';
+import type { Writer } from './db/writer';
 import type { Logger } from './logger';
 import type { Metrics } from './metrics';
 import type { Signals } from './signals';
@@ -16,6 +17,8 @@ export interface AppDeps {
   db: Db;
   /** Read-only connections for lookups and GETs (src/db/reader.ts); they never wait behind the writer. */
   reader: Db;
+  /** The batching writer every hot-path write goes through (src/db/writer.ts). */
+  writer: Writer;
   clock: Clock;
   log: Logger;
   metrics: Metrics;

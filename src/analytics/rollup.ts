@@ -11,6 +11,7 @@
  */
 import type { Queryable, Tx } from '../db';
 import { fromJson } from '../db';
+import { addToCounters } from '../db/buffer';
 import type { Mode } from '../auth/scopes';
 import type { RecordedEvent } from '../events/record';
 import { DEFAULT_POOL } from '../pools/lookup';
@@ -94,41 +95,15 @@ export function rollupRows(dims: RollupDims, deltas: Deltas): { totals: Record<s
 const TOTALS_KEY = ['account_id', 'mode', 'tag', 'grain', 'bucket', 'sending_domain', 'ip_pool'];
 const DOMAINS_KEY = ['account_id', 'mode', 'tag', 'grain', 'bucket', 'recipient_domain', 'sending_domain', 'ip_pool'];
 
-/**
- * The upsert statement text, cached per (table, metrics, row count): this
- * runs for every event, and building it with the query builder each time cost
- * more than executing it.
- */
-// Keyed by table, columns and batch size (our own shapes, not request input): a few dozen.
-const statements = new Map<string, string>();
-
-function upsertSql(table: string, key: string[], metrics: Metric[], rows: number): string {
-  const id = `${table}|${metrics.join(',')}|${rows}`;
-  let sql = statements.get(id);
-  if (!sql) {
-    const columns = [...key, ...metrics];
-    const tuple = `(${columns.map(() => '?').join(', ')})`;
-    sql = `INSERT INTO ${table} (${columns.join(', ')}) VALUES ${Array(rows).fill(tuple).join(', ')} ` +
-      `ON CONFLICT (${key.join(', ')}) DO UPDATE SET ${metrics.map((m) => `${m} = ${table}.${m} + excluded.${m}`).join(', ')}`;
-    statements.set(id, sql);
-  }
-  return sql;
-}
-
-async function upsert(db: Queryable, table: string, key: string[], rows: Record<string, unknown>[], metrics: Metric[]): Promise<void> {
-  const columns = [...key, ...metrics];
-  const bindings = rows.flatMap((r) => columns.map((c) => r[c] as string | number));
-  await db.raw(upsertSql(table, key, metrics, rows.length), bindings);
-}
-
 /** Adds `deltas` to every rollup row `dims` belongs to. */
 export async function addToRollups(db: Queryable, dims: RollupDims, deltas: Deltas): Promise<void> {
   const metrics = (Object.keys(deltas) as Metric[]).filter((m) => METRICS.includes(m) && deltas[m]);
   if (!metrics.length) return;
   const clean = Object.fromEntries(metrics.map((m) => [m, deltas[m]]));
   const { totals, domains } = rollupRows(dims, clean);
-  await upsert(db, 'analytics_totals', TOTALS_KEY, totals, metrics);
-  await upsert(db, 'analytics_domains', DOMAINS_KEY, domains, metrics);
+  // Summed with the other changes of a writer transaction and written in a few statements at its commit.
+  await addToCounters(db, 'analytics_totals', TOTALS_KEY, totals, metrics);
+  await addToCounters(db, 'analytics_domains', DOMAINS_KEY, domains, metrics);
 }
 
 /**
@@ -203,7 +178,7 @@ export async function applyRollup(trx: Tx, event: RecordedEvent): Promise<void> 
   if (!event.messageId) return;
   const deltas = await eventDeltas(trx, event);
   if (!deltas) return;
-  const dims = await messageDims(trx, event.messageId, event.at);
+  const dims = event.dims ? { ...event.dims, accountId: event.accountId, mode: event.mode, at: event.at } : await messageDims(trx, event.messageId, event.at);
   // The event's own account and mode win: rollups are always read per account and mode.
   if (dims) await addToRollups(trx, { ...dims, accountId: event.accountId, mode: event.mode }, deltas);
 }

@@ -1,14 +1,12 @@
 /** Billable usage: live messages accepted per account and UTC calendar month. */
+import { addToCounters } from '../db/buffer';
 import type { Queryable } from '../db';
 
 export const monthOf = (ms: number): string => new Date(ms).toISOString().slice(0, 7);
 
 export async function addUsage(db: Queryable, accountId: string, now: number, messages: number): Promise<void> {
   if (messages <= 0) return;
-  await db('usage_counters')
-    .insert({ account_id: accountId, month: monthOf(now), messages })
-    .onConflict(['account_id', 'month'])
-    .merge({ messages: db.raw('usage_counters.messages + ?', [messages]) });
+  await addToCounters(db, 'usage_counters', ['account_id', 'month'], [{ account_id: accountId, month: monthOf(now), messages }], ['messages']);
 }
 
 export async function usageFor(db: Queryable, accountId: string, month: string): Promise<number> {

@@ -13,7 +13,7 @@ import { cachedSigningKeys, type SigningKeyLookup } from './dkim';
 import { createDeliveryMetrics, type DeliveryMetrics } from './metrics';
 import { createMxResolver } from './mx';
 import type { PipelineDeps } from './pipeline';
-import { queueDepth, stillOurs } from './queue';
+import { queueDepth } from './queue';
 import { createSandboxTransport } from './sandbox';
 import { createSigner, type Signer } from './signer';
 import { SmtpPool } from './smtp-pool';
@@ -65,7 +65,6 @@ export function assemble(deps: AppDeps, reader: Db, hooks: DeliveryHooks): MtaPa
     transmit: createSmtpTransport({ config, clock, pool, mx, returnPath: (id) => verpAddress(config, id) }),
     sandbox: createSandboxTransport(clock),
     classify: createClassifier(d.bounceRulesFile),
-    stillOurs: (job) => stillOurs(reader, job),
   };
   return { pipeline, pool, signer, metrics };
 }

@@ -10,7 +10,8 @@ import type { AppDeps } from '../deps';
 import { openDatabase, type Db } from '../db';
 import type { Worker } from '../modules';
 import { assemble, type DeliveryHooks } from './assemble';
-import { groupCommit, type Transact } from './commit';
+import type { Transact } from './commit';
+import { preload } from './preload';
 import { unchanged } from './content';
 import { noSigningKeys } from './dkim';
 import type { DeliveryMetrics } from './metrics';
@@ -51,13 +52,13 @@ export class Mta implements Worker {
   /** the last claim found fewer due rows than it asked for; only a kick (signal, timer) looks again */
   private drained = false;
   private timer?: NodeJS.Timeout;
-  private unsubscribe?: () => void;
+  private unsubscribe: Array<() => void> = [];
 
   constructor(
     private readonly deps: AppDeps,
     hooks: Partial<DeliveryHooks> = {},
   ) {
-    this.transact = groupCommit(deps.db);
+    this.transact = (work) => deps.writer.run(work);
     this.reader = openDatabase(deps.config);
     this.hooks = {
       prepareContent: hooks.prepareContent ?? unchanged,
@@ -70,7 +71,7 @@ export class Mta implements Worker {
 
   start(): void {
     this.running = true;
-    this.unsubscribe = this.deps.signals.on('queueChanged', () => this.kick());
+    this.unsubscribe = [this.deps.signals.on('queueChanged', () => this.kick())];
     this.ready = releaseStaleLeases(this.deps.db, this.deps.clock.now()).then(
       (n) => {
         if (n) this.deps.log.info({ messages: n }, 'returned messages left in flight by the previous run to the queue');
@@ -87,7 +88,7 @@ export class Mta implements Worker {
 
   private async shutdown(): Promise<void> {
     this.running = false;
-    this.unsubscribe?.();
+    for (const off of this.unsubscribe) off();
     clearTimeout(this.timer);
     await this.ready;
     await this.pumping;
@@ -166,6 +167,7 @@ export class Mta implements Worker {
       limit,
     };
     const jobs = await this.transact((trx) => claim(trx, request));
+    await preload(this.reader, jobs);
     for (const job of jobs) this.launch(job);
     return jobs.length;
   }

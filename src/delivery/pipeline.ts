@@ -9,8 +9,10 @@
  *   sandbox?     → the sandbox transport answers instead of the network
  *   resolveMx    → MX hosts, or bounce (null MX, NXDOMAIN) / defer (SERVFAIL)
  *   pickSource   → pool address + EHLO name for this destination, or wait (not an attempt)
- *   transmit     → SMTP over a pooled connection (transmit.ts); the row is
- *                  re-checked once a connection is ready, right before MAIL FROM
+ *   transmit     → SMTP over a pooled connection (transmit.ts); once a connection
+ *                  is ready, right before MAIL FROM, a job whose lease ran out
+ *                  (checked in memory: nothing cancels a leased row, and the
+ *                  outcome write is conditional on the lease) is not sent
  *   settled      → the source step hears how it went (warm-up counts, throttling)
  *   classify     → delivered / deferred / bounced hard|soft + category
  */
@@ -34,11 +36,11 @@ export interface PipelineDeps {
   transmit: Transmit;
   sandbox: (job: Job, raw: Buffer) => Promise<SmtpOutcome>;
   classify: (reply: Reply) => BounceClass;
-  stillOurs: (job: Job) => Promise<boolean>;
 }
 
 export async function deliver(job: Job, deps: PipelineDeps): Promise<Outcome> {
-  if (await isSuppressed(deps.db, job.accountId, job.toEmail)) return { kind: 'suppressed' };
+  const suppressed = job.preloaded ? job.preloaded.suppressed : await isSuppressed(deps.db, job.accountId, job.toEmail);
+  if (suppressed) return { kind: 'suppressed' };
   const content = await deps.prepare(job);
   if ('missing' in content) return { kind: 'failed', diagnostic: 'message content is missing' };
   if (job.mode === 'test') return classify(await deps.sandbox(job, content.raw), deps.classify);
@@ -49,11 +51,11 @@ export async function deliver(job: Job, deps: PipelineDeps): Promise<Outcome> {
   if ('wait' in source) return { kind: 'wait', reason: source.wait, retryAt: source.retryAt };
   let sent: SmtpOutcome | 'not ours' | undefined;
   try {
-    sent = await deps.transmit(job, content.raw, source, mx.hosts, () => deps.stillOurs(job));
+    sent = await deps.transmit(job, content.raw, source, mx.hosts, async () => deps.clock.now() < job.leaseExpiresAt);
   } finally {
     await deps.sourceSettled()(job, source, sent === undefined || sent === 'not ours' ? null : sent);
   }
-  if (sent === 'not ours') return { kind: 'dropped', reason: 'cancelled or claimed elsewhere before sending' };
+  if (sent === 'not ours') return { kind: 'dropped', reason: 'the lease ran out before sending' };
   return classify(sent, deps.classify);
 }
 

@@ -60,11 +60,6 @@ export async function nextWakeAt(db: Queryable): Promise<number | null> {
   return times.length ? Math.min(...times) : null;
 }
 
-/** Re-checked right before the network: a cancelled or re-claimed row is not ours to send. */
-export async function stillOurs(db: Queryable, job: Job): Promise<boolean> {
-  return Boolean(await db('messages').where({ id: job.id, lease_owner: job.leaseOwner, status: 'sending' }).first('id'));
-}
-
 /** Messages still in the queue, by status (rows that left it have next_attempt_at null). */
 export async function queueDepth(db: Queryable): Promise<Record<string, number>> {
   const rows: Array<{ status: string; n: number }> = await db('messages').whereNotNull('next_attempt_at').groupBy('status').select('status').count({ n: '*' });
@@ -76,6 +71,7 @@ interface MessageRow {
   account_id: string;
   mode: 'test' | 'live';
   lease_owner: string;
+  lease_expires_at: number;
   content_id: string;
   from_email: string;
   to_email: string;
@@ -98,6 +94,7 @@ function toJob(r: MessageRow): Job {
     accountId: r.account_id,
     mode: r.mode,
     leaseOwner: r.lease_owner,
+    leaseExpiresAt: Number(r.lease_expires_at),
     contentId: r.content_id,
     fromEmail: r.from_email,
     toEmail: r.to_email,

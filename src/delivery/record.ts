@@ -11,6 +11,7 @@ import type { Config } from '../config';
 import type { Tx } from '../db';
 import type { Transact } from './commit';
 import { iso } from '../clock';
+import { insertRows } from '../db/buffer';
 import { messageEventData, recordEvent } from '../events/record';
 import { addSuppression } from '../suppressions/store';
 import { rollupCounter } from '../analytics/rollup';
@@ -135,11 +136,15 @@ async function recordDelivery(trx: Tx, job: Job, o: Extract<Outcome, { kind: 'de
   return { result: 'delivered', events: 3 };
 }
 
-const eventBase = (job: Job, now: number) => ({ accountId: job.accountId, mode: job.mode, messageId: job.id, at: now });
+const eventBase = (job: Job, now: number) => ({
+  accountId: job.accountId, mode: job.mode, messageId: job.id, at: now,
+  // the rollup sink counts with these instead of reading the message row again
+  dims: { sendingDomain: job.sendingDomain, recipientDomain: job.recipientDomain, tags: job.tags, ipPool: job.ipPool },
+});
 
 async function insertAttempt(trx: Tx, job: Job, a: AttemptInfo | null, outcome: string, now: number): Promise<void> {
   if (!a) return;
-  await trx('message_attempts').insert({
+  await insertRows(trx, 'message_attempts', [{
     message_id: job.id,
     attempted_at: a.startedAt ?? now,
     mx_host: a.mx,
@@ -150,5 +155,5 @@ async function insertAttempt(trx: Tx, job: Job, a: AttemptInfo | null, outcome: 
     response: a.response,
     outcome,
     duration_ms: a.durationMs,
-  });
+  }]);
 }

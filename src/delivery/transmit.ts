@@ -32,8 +32,8 @@ export interface SmtpTransportDeps {
 
 /**
  * `stillOurs` is asked once a connection is ready, right before MAIL FROM: a
- * wait for a connection slot may have outlasted the lease, or the row may have
- * been cancelled; then nothing is sent ('not ours').
+ * wait for a connection slot may have outlasted the lease (the row may be
+ * claimed again); then nothing is sent ('not ours').
  */
 export type Transmit = (job: Job, raw: Buffer, source: Source, hosts: MxHost[], stillOurs: () => Promise<boolean>) => Promise<SmtpOutcome | 'not ours'>;
 

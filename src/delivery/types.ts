@@ -14,6 +14,8 @@ export interface Job {
   accountId: string;
   mode: Mode;
   leaseOwner: string;
+  /** when our lease on the row ends (ms); past it the row may be claimed again */
+  leaseExpiresAt: number;
   contentId: string;
   fromEmail: string;
   toEmail: string;
@@ -31,6 +33,8 @@ export interface Job {
   sendAt: number | null;
   /** signed bytes made by the prepare step, written with the outcome (content.ts) */
   pendingContent?: ContentWrite;
+  /** read with the other jobs of its claim (preload.ts): is the recipient suppressed, the stored content */
+  preloaded?: { suppressed: boolean; content: { raw: Buffer; signed: boolean } | null };
 }
 
 /** A write the record step makes in its transaction on behalf of the prepare step. */

@@ -6,6 +6,7 @@
  */
 import type { Tx } from '../db';
 import { toJson } from '../db';
+import { insertRows } from '../db/buffer';
 import { newId } from '../ids';
 import { iso } from '../clock';
 import type { Mode } from '../auth/scopes';
@@ -18,6 +19,19 @@ export interface EventInput {
   messageId?: string | null;
   data: Record<string, unknown>;
   at: number;
+  /**
+   * The message's analytics dimensions when the caller has them at hand (the MTA does), so the rollup sink
+   * need not read the message row again for every event.
+   */
+  dims?: EventDims;
+}
+
+/** What rollups need of a message besides the event's own account, mode and time. */
+export interface EventDims {
+  sendingDomain: string;
+  recipientDomain: string;
+  tags: string[];
+  ipPool: string | null;
 }
 
 export interface RecordedEvent extends EventInput {
@@ -43,7 +57,7 @@ export function addEventSink(sink: EventSink): void {
 
 export async function recordEvent(trx: Tx, input: EventInput): Promise<RecordedEvent> {
   const event: RecordedEvent = { ...input, id: newId('evt') };
-  await trx('events').insert({
+  await insertRows(trx, 'events', [{
     id: event.id,
     account_id: event.accountId,
     mode: event.mode,
@@ -51,7 +65,7 @@ export async function recordEvent(trx: Tx, input: EventInput): Promise<RecordedE
     message_id: event.messageId ?? null,
     data: toJson(event.data),
     created_at: event.at,
-  });
+  }]);
   for (const sink of sinks) await sink(trx, event);
   return event;
 }

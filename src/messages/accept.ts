@@ -2,20 +2,20 @@
  * The end of the accept path, shared by the send API and SMTP submission: a
  * prepared batch (MIME contents and one row per recipient copy) is written
  * with one `message.queued` event per message and the billable usage, in one
- * transaction (grouped with concurrent sends, see group-commit.ts). Only after
+ * transaction (the writer's, shared with concurrent work: src/db/writer.ts). Only after
  * that commit does the caller answer; then the delivery worker is woken.
  * From here the row is the hand-off: the worker claims rows whose
  * next_attempt_at has come.
  */
-import { Counter, Histogram } from 'prom-client';
+import { Counter } from 'prom-client';
 import type { AppDeps } from '../deps';
 import type { Tx } from '../db';
 import { toJson } from '../db';
 import { iso } from '../clock';
 import type { Mode } from '../auth/scopes';
-import { addUsage, monthOf } from '../auth/usage';
+import { addUsage } from '../auth/usage';
 import { messageEventData, recordEvent } from '../events/record';
-import { GroupCommitter } from './group-commit';
+import { insertRows } from '../db/buffer';
 
 export interface NewContent {
   id: string;
@@ -64,17 +64,7 @@ export interface AcceptedMessage {
   status: 'queued' | 'scheduled';
 }
 
-// SQLite binds at most 999 variables per statement in older builds; a message row has ~35.
-const ROWS_PER_INSERT = 25;
-
-/** One submission to the group committer: a batch and what else its transaction must hold. */
-interface Entry {
-  batch: AcceptBatch;
-  alsoInTx?: (trx: Tx) => Promise<void>;
-}
-
 interface AcceptParts {
-  committer: GroupCommitter<Entry>;
   accepted: Counter<'mode' | 'source'>;
 }
 const parts = new WeakMap<AppDeps, AcceptParts>();
@@ -83,18 +73,8 @@ function partsFor(deps: AppDeps): AcceptParts {
   let p = parts.get(deps);
   if (!p) {
     const registers = [deps.metrics.registry];
-    const groupSize = new Histogram({
-      name: 'pigeon_accept_group_messages', help: 'Messages written per accept transaction (group commit)',
-      buckets: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000], registers,
-    });
     const accepted = new Counter({ name: 'pigeon_messages_accepted_total', help: 'Messages accepted into the queue', labelNames: ['mode', 'source'], registers });
-    const { groupCommit, groupCommitWindowMs, groupCommitMaxMessages } = deps.config.messages;
-    const committer = new GroupCommitter<Entry>(
-      deps.db,
-      { enabled: groupCommit, windowMs: groupCommitWindowMs, maxWeight: groupCommitMaxMessages, onCommit: (_items, weight) => groupSize.observe(weight) },
-      writeEntries,
-    );
-    p = { committer, accepted };
+    p = { accepted };
     parts.set(deps, p);
   }
   return p;
@@ -117,31 +97,15 @@ function messageRow(batch: AcceptBatch, m: NewMessage) {
   };
 }
 
-async function insertChunked(trx: Tx, table: string, rows: object[], perInsert: number): Promise<void> {
-  for (let i = 0; i < rows.length; i += perInsert) await trx(table).insert(rows.slice(i, i + perInsert));
-}
-
 /**
- * Writes several batches inside `trx`: their contents and messages with one
- * insert per table (chunked), one queued event per message, usage summed per
- * account and month, then each entry's extra writes.
+ * Writes one batch inside `trx`: its contents, messages and queued events (kept by the writer and inserted
+ * with the other batches of its transaction, many rows per statement) and its billable usage.
  */
-async function writeEntries(trx: Tx, entries: Entry[]): Promise<void> {
-  const batches = entries.map((e) => e.batch);
-  const contents = batches.flatMap((b) => b.contents.map((c) => ({ id: c.id, raw: c.raw, size: c.raw.length, signed: false, created_at: b.now })));
-  await insertChunked(trx, 'message_contents', contents, 100);
-  await insertChunked(trx, 'messages', batches.flatMap((b) => b.messages.map((m) => messageRow(b, m))), ROWS_PER_INSERT);
-  const usage = new Map<string, { accountId: string; now: number; count: number }>();
-  for (const batch of batches) {
-    await recordQueuedEvents(trx, batch);
-    if (batch.mode !== 'live') continue;
-    const key = `${batch.accountId} ${monthOf(batch.now)}`;
-    const u = usage.get(key) ?? { accountId: batch.accountId, now: batch.now, count: 0 };
-    u.count += batch.messages.length;
-    usage.set(key, u);
-  }
-  for (const u of usage.values()) await addUsage(trx, u.accountId, u.now, u.count);
-  for (const e of entries) if (e.alsoInTx) await e.alsoInTx(trx);
+export async function writeBatch(trx: Tx, batch: AcceptBatch): Promise<void> {
+  await insertRows(trx, 'message_contents', batch.contents.map((c) => ({ id: c.id, raw: c.raw, size: c.raw.length, signed: false, created_at: batch.now })));
+  await insertRows(trx, 'messages', batch.messages.map((m) => messageRow(batch, m)));
+  await recordQueuedEvents(trx, batch);
+  if (batch.mode === 'live') await addUsage(trx, batch.accountId, batch.now, batch.messages.length);
 }
 
 async function recordQueuedEvents(trx: Tx, batch: AcceptBatch): Promise<void> {
@@ -155,16 +119,16 @@ async function recordQueuedEvents(trx: Tx, batch: AcceptBatch): Promise<void> {
   }
 }
 
-/** Writes one batch inside `trx` (contents, messages, events, usage). */
-export const writeBatch = (trx: Tx, batch: AcceptBatch): Promise<void> => writeEntries(trx, [{ batch }]);
-
 /**
  * Makes the batch durable (plus `alsoInTx`, e.g. the idempotency record) and
  * returns the per-recipient result in the batch's order.
  */
 export async function acceptBatch(deps: AppDeps, batch: AcceptBatch, alsoInTx?: (trx: Tx) => Promise<void>): Promise<AcceptedMessage[]> {
-  const { committer, accepted } = partsFor(deps);
-  await committer.submit(batch.messages.length, { batch, alsoInTx });
+  const { accepted } = partsFor(deps);
+  await deps.writer.run(async (trx) => {
+    await writeBatch(trx, batch);
+    if (alsoInTx) await alsoInTx(trx);
+  }, batch.messages.length);
   accepted.inc({ mode: batch.mode, source: batch.source }, batch.messages.length);
   deps.signals.emit('queueChanged');
   const status = statusOf(batch);

@@ -50,6 +50,24 @@ export async function isSuppressed(db: Queryable, accountId: string, email: stri
   return Boolean(row);
 }
 
+/**
+ * Which of these (account, address) pairs are on their account's list: one query for a claimed batch of
+ * messages instead of one per message. Returns `account_id email` keys (addresses normalised).
+ */
+export async function suppressedAmong(db: Queryable, pairs: ReadonlyArray<{ accountId: string; email: string }>): Promise<Set<string>> {
+  const found = new Set<string>();
+  const wanted = [...new Map(pairs.map((p) => [`${p.accountId} ${normalizeEmail(p.email)}`, [p.accountId, normalizeEmail(p.email)]])).values()];
+  for (let i = 0; i < wanted.length; i += 400) {
+    const rows: Array<{ account_id: string; email: string }> = await db('suppressions')
+      .whereIn(['account_id', 'email'], wanted.slice(i, i + 400))
+      // rows of a running upload are not on the list yet (see onTheList)
+      .where((w) => w.whereNull('upload_id').orWhereNotIn('upload_id', (sub) => sub.select('id').from('suppression_uploads')))
+      .select('account_id', 'email');
+    for (const r of rows) found.add(`${r.account_id} ${r.email}`);
+  }
+  return found;
+}
+
 /** Adds the address unless present; returns true when it was added. */
 export async function addSuppression(
   db: Queryable,

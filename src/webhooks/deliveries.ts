@@ -8,6 +8,7 @@
  * again: delivery is at least once.
  */
 import type { Queryable } from '../db';
+import { insertRows } from '../db/buffer';
 import { newId } from '../ids';
 import { nextAttemptAfterFailure } from './schedule';
 
@@ -87,7 +88,7 @@ export function toDelivery(r: DeliveryRow): Delivery {
 /** Rows for new deliveries of one event (inserted by the event sink). */
 export async function insertDeliveries(db: Queryable, event: { id: string; accountId: string; type: string; at: number }, webhookIds: string[]): Promise<void> {
   if (!webhookIds.length) return;
-  await db('webhook_deliveries').insert(webhookIds.map((webhookId) => ({
+  await insertRows(db, 'webhook_deliveries', webhookIds.map((webhookId) => ({
     id: newId('whd'),
     webhook_id: webhookId,
     account_id: event.accountId,

@@ -1,0 +1,114 @@
+/**
+ * The one writer of the hot path. Accept (API and SMTP), the MTA's claims and
+ * outcomes, their events, webhook-delivery rows and rollups all hand their
+ * writes to `run`; whatever is queued when the writer is free goes into one
+ * transaction, so one commit (one fsync under synchronous=FULL) makes many
+ * callers' work durable, and the rows they insert go out as multi-row
+ * statements (buffer.ts). Each caller's promise settles only after the
+ * commit that holds its work, so a 202 or a 250 still means "on disk".
+ *
+ * A failure must not fail the neighbours: the group is rolled back and split
+ * in halves, each committed again, down to the one piece of work that fails,
+ * which alone gets the error. Work is therefore written so that running it
+ * again after a rollback is safe: ids are chosen before, MTA writes are
+ * conditional on the lease.
+ */
+import type { Db, Tx } from './index';
+import { attachBuffer } from './buffer';
+
+export type Work<T> = (trx: Tx) => Promise<T>;
+
+interface Pending {
+  work: Work<unknown>;
+  weight: number;
+  resolve(value: unknown): void;
+  reject(err: unknown): void;
+}
+
+export interface WriterOptions {
+  /** Most work (messages, by the callers' weights) in one transaction. */
+  maxWeight: number;
+  /** How long an idle writer waits for more work before it starts a group (0: the next event-loop turn). */
+  windowMs: number;
+  /** Each commit: pieces of work and their summed weight (metrics). */
+  onCommit?(pieces: number, weight: number): void;
+}
+
+export class Writer {
+  private queue: Pending[] = [];
+  private scheduled = false;
+  private running = false;
+  private idle: Array<() => void> = [];
+
+  constructor(
+    private readonly db: Db,
+    private readonly options: WriterOptions,
+  ) {}
+
+  /** Runs `work` in the next shared transaction; resolves with its result once that transaction committed. */
+  run<T>(work: Work<T>, weight = 1): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.queue.push({ work, weight, resolve: resolve as (v: unknown) => void, reject });
+      this.kick();
+    });
+  }
+
+  /** Resolves when nothing is queued or being written (tests, shutdown). */
+  drained(): Promise<void> {
+    if (!this.running && !this.scheduled && this.queue.length === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idle.push(resolve));
+  }
+
+  private kick(): void {
+    if (this.running || this.scheduled) return;
+    this.scheduled = true;
+    const start = () => {
+      this.scheduled = false;
+      void this.drain();
+    };
+    if (this.options.windowMs > 0) setTimeout(start, this.options.windowMs);
+    else setImmediate(start);
+  }
+
+  private async drain(): Promise<void> {
+    this.running = true;
+    try {
+      while (this.queue.length) await this.commit(this.take());
+    } finally {
+      this.running = false;
+      for (const resolve of this.idle.splice(0)) resolve();
+    }
+  }
+
+  /** The next group: queued work up to maxWeight (always at least one piece). */
+  private take(): Pending[] {
+    let weight = 0;
+    let n = 0;
+    while (n < this.queue.length && (n === 0 || weight + this.queue[n].weight <= this.options.maxWeight)) {
+      weight += this.queue[n].weight;
+      n++;
+    }
+    return this.queue.splice(0, n);
+  }
+
+  private async commit(group: Pending[]): Promise<void> {
+    let results: unknown[];
+    try {
+      results = await this.db.transaction(async (trx) => {
+        const buffer = attachBuffer(trx);
+        const out: unknown[] = [];
+        for (const p of group) out.push(await p.work(trx));
+        await buffer.flush(trx);
+        return out;
+      });
+    } catch (err) {
+      if (group.length === 1) return group[0].reject(err);
+      const half = Math.ceil(group.length / 2);
+      await this.commit(group.slice(0, half));
+      await this.commit(group.slice(half));
+      return;
+    }
+    this.options.onCommit?.(group.length, group.reduce((s, p) => s + p.weight, 0));
+    group.forEach((p, i) => p.resolve(results[i]));
+  }
+}

@@ -1,0 +1,96 @@
+// The shared writer: work handed to it in one turn commits together, each caller hears of its own work only
+// after the commit that holds it, a failure fails only the work that caused it, and readers see what committed.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseConfig } from '../../src/config';
+import { openDatabase, type Db } from '../../src/db';
+import { insertRows } from '../../src/db/buffer';
+import { Writer } from '../../src/db/writer';
+
+describe('the batched writer', () => {
+  let dir: string;
+  let db: Db;
+  let reader: Db;
+  let commits: Array<{ pieces: number; weight: number }>;
+  let writer: Writer;
+
+  before(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pigeon-writer-'));
+    const config = parseConfig({ dataDir: dir });
+    db = openDatabase(config);
+    reader = openDatabase(config);
+    await db.schema.createTable('items', (t) => {
+      t.string('id').primary();
+      t.integer('n');
+    });
+    commits = [];
+    writer = new Writer(db, { maxWeight: 1000, windowMs: 0, onCommit: (pieces, weight) => commits.push({ pieces, weight }) });
+  });
+  after(async () => {
+    await db.destroy();
+    await reader.destroy();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  const insert = (id: string, n = 1) => writer.run((trx) => insertRows(trx, 'items', [{ id, n }]));
+
+  it('work handed over in one turn commits in one transaction, its rows in one statement', async () => {
+    commits.length = 0;
+    const statements: string[] = [];
+    const count = (q: { sql: string }) => statements.push(q.sql);
+    db.on('query', count);
+    await Promise.all(Array.from({ length: 50 }, (_, i) => insert(`a${i}`)));
+    db.off('query', count);
+    assert.deepEqual(commits, [{ pieces: 50, weight: 50 }]);
+    assert.equal(statements.filter((s) => /insert/i.test(s)).length, 1, statements.join('\n'));
+    assert.equal(Number((await reader('items').where('id', 'like', 'a%').count({ n: '*' }))[0].n), 50);
+  });
+
+  it('a caller is answered only after the commit that holds its work, and a reader then sees it', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let answered = false;
+    const slow = writer.run(async (trx) => {
+      await insertRows(trx, 'items', [{ id: 'slow', n: 1 }]);
+      await gate;
+    });
+    const neighbour = insert('neighbour').then(() => (answered = true));
+    await new Promise((r) => setTimeout(r, 50));
+    assert.equal(answered, false, 'no answer while the transaction is open');
+    assert.equal(await reader('items').where({ id: 'neighbour' }).first(), undefined, 'nothing visible before the commit');
+    release();
+    await Promise.all([slow, neighbour]);
+    assert.ok(await reader('items').where({ id: 'neighbour' }).first());
+    assert.ok(await reader('items').where({ id: 'slow' }).first());
+  });
+
+  it('a piece of work that throws fails alone; the others of its group commit', async () => {
+    const results = await Promise.allSettled(Array.from({ length: 9 }, (_, i) => writer.run(async (trx) => {
+      await insertRows(trx, 'items', [{ id: `b${i}`, n: i }]);
+      if (i === 4) throw new Error('bad piece');
+      return i;
+    })));
+    assert.deepEqual(results.map((r) => r.status), ['fulfilled', 'fulfilled', 'fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled', 'fulfilled', 'fulfilled']);
+    assert.equal((results[4] as PromiseRejectedResult).reason.message, 'bad piece');
+    assert.deepEqual(results.filter((r) => r.status === 'fulfilled').map((r) => (r as PromiseFulfilledResult<number>).value), [0, 1, 2, 3, 5, 6, 7, 8]);
+    const ids = (await reader('items').where('id', 'like', 'b%').orderBy('id')).map((r: { id: string }) => r.id);
+    assert.deepEqual(ids, ['b0', 'b1', 'b2', 'b3', 'b5', 'b6', 'b7', 'b8']);
+  });
+
+  it('a row that fails only when the kept rows are written (a duplicate key) fails only the work that wrote it', async () => {
+    await insert('dup');
+    const results = await Promise.allSettled(['c1', 'c2', 'dup', 'c3', 'c4'].map((id) => insert(id)));
+    assert.deepEqual(results.map((r) => r.status), ['fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
+    assert.equal((await reader('items').whereIn('id', ['c1', 'c2', 'c3', 'c4'])).length, 4);
+  });
+
+  it('drained() waits for work already handed over', async () => {
+    const pending = Array.from({ length: 5 }, (_, i) => insert(`e${i}`));
+    await writer.drained();
+    assert.equal((await reader('items').where('id', 'like', 'e%')).length, 5);
+    await Promise.all(pending);
+  });
+});
