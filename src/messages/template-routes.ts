@@ -9,6 +9,7 @@ import type { ApiRouter } from '../http/api';
 import { notFound } from '../http/errors';
 import { pageSchema, paginationQuery, toPage } from '../http/pagination';
 import { iso } from '../clock';
+import { compilePoolOf } from './compile-pool';
 import { createTemplate, deleteTemplate, getTemplate, listTemplates, Template } from './templates';
 
 const templateSchema = z.object({
@@ -56,7 +57,7 @@ export function registerTemplateRoutes(api: ApiRouter, deps: AppDeps): void {
       409: { description: 'A template with this name exists (template_exists), or the account has its maximum of templates (limit_reached)' },
     },
     async handler({ body, caller }) {
-      const template = await createTemplate(db, caller.accountId, body, limits, clock.now());
+      const template = await createTemplate(db, { pool: compilePoolOf(deps), account: caller.accountId }, body, limits, clock.now());
       return { status: 201, body: shapeTemplate(template) };
     },
   });
