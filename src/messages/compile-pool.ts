@@ -53,6 +53,7 @@ interface Slot {
 }
 
 const retryLater = { 'Retry-After': '1' };
+const shuttingDown = () => new ApiError(503, 'api_error', 'shutting_down', 'the appliance is shutting down; retry shortly', undefined, undefined, retryLater);
 
 export class CompilePool {
   readonly name = 'template-compiler';
@@ -77,8 +78,9 @@ export class CompilePool {
 
   start(): void {} // threads start lazily, on the first large template
 
-  /** Throws at once, before any work, when this account or the whole pool has too many compiles pending. */
+  /** Throws at once, before any work, when closed or when this account or the whole pool has too many compiles pending. */
   precompile(request: CompileRequest, account: string): Promise<string> {
+    if (this.closed) throw shuttingDown();
     const mine = this.perAccount.get(account) ?? 0;
     if (mine >= this.limits.maxPerAccount) {
       throw new ApiError(429, 'rate_limit_error', 'too_many_compiles',
@@ -96,7 +98,7 @@ export class CompilePool {
 
   async stop(): Promise<void> {
     this.closed = true;
-    const shutdown = new ApiError(503, 'api_error', 'shutting_down', 'the appliance is shutting down; retry shortly', undefined, undefined, retryLater);
+    const shutdown = shuttingDown();
     for (const job of this.queue.splice(0)) this.finish(job, () => job.reject(shutdown));
     await Promise.all(this.slots.map((slot) => {
       const { worker, job } = slot;

@@ -89,4 +89,7 @@ test('closing the pool ends its threads and refuses the compiles still waiting w
     assert.ok(err instanceof ApiError, String(err));
     assert.equal(err.code, 'shutting_down');
   }
+  const late = await refusal(async () => pool.precompile({ field: 'html', source: large() }, 'acct'));
+  assert.ok(late instanceof ApiError && late.code === 'shutting_down', 'a closed pool starts no thread');
+  assert.equal(pool.liveThreads, 0);
 });
