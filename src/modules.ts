@@ -8,7 +8,7 @@ import type { ApiRouter } from './http/api';
 import type { EventSink } from './events/record';
 import { registerAuthRoutes } from './auth/routes';
 import { Mta } from './delivery/mta';
-import { registerMessageRoutes } from './messages';
+import { compilePoolOf, registerMessageRoutes } from './messages';
 import { registerDomainRoutes } from './domains/routes';
 import { getSigningKey } from './domains/signing';
 import { createRecheckWorker } from './domains/worker';
@@ -52,7 +52,7 @@ export interface Module {
 
 export const MODULES: Module[] = [
   { name: 'auth', routes: registerAuthRoutes },
-  { name: 'messages', routes: registerMessageRoutes },
+  { name: 'messages', routes: registerMessageRoutes, workers: (deps) => [compilePoolOf(deps)] },
   { name: 'domains', routes: registerDomainRoutes, workers: (deps) => [createRecheckWorker(deps)] },
   { name: 'pools', routes: registerPoolRoutes, workers: (deps) => [createPoolsWorker(deps)] },
   {

@@ -1,8 +1,9 @@
 /**
- * What other modules use from messages: `enqueueRaw` (SMTP submission) and
- * the route registration wired in src/modules.ts.
+ * What other modules use from messages: `enqueueRaw` (SMTP submission), and
+ * the route registration and template compile pool wired in src/modules.ts.
  */
 export { enqueueRaw } from './relay';
 export type { EnqueueResult, RawSubmission } from './relay';
 export type { AcceptedMessage } from './accept';
 export { registerMessageRoutes } from './routes';
+export { compilePoolOf } from './compile-pool';

@@ -15,6 +15,7 @@ import type { AcceptBatch, NewContent, NewMessage } from './accept';
 import { checkHeaderValue } from './addresses';
 import { composeMime, Attachment } from './mime';
 import { parseParticipants, Participants, Recipient } from './participants';
+import { compilePoolOf } from './compile-pool';
 import { compileAll, Renderer, Renderers } from './render';
 import { MAX_SEND_FACTOR, RenderBudget } from './render-budget';
 import type { SendBody } from './schemas';
@@ -79,17 +80,18 @@ export function resolveSendAt(sendAt: string | undefined, now: number, horizonHo
 
 /** The send's renderers, compiled once per send (a stored template once per version, from its cache). */
 async function contentRenderers(deps: AppDeps, accountId: string, body: SendBody): Promise<Renderers> {
+  const via = { pool: compilePoolOf(deps), account: accountId };
   if (body.template_id !== undefined) {
     const inline = (['subject', 'html', 'text'] as const).find((f) => body[f] !== undefined);
     if (inline) throw unprocessable('template_conflict', `${inline} cannot be combined with template_id`, inline);
     const template = await getTemplate(deps.db, accountId, body.template_id);
     if (!template) throw unprocessable('template_not_found', `no template ${body.template_id} in this account`, 'template_id');
-    return storedRenderers(template, deps.config.limits);
+    return storedRenderers(template, deps.config.limits, via);
   }
   if (body.subject === undefined) throw unprocessable('missing_subject', 'subject is required (or template_id)', 'subject');
   checkHeaderValue(body.subject, 'subject');
   if (!body.html && !body.text) throw unprocessable('missing_body', 'one of html or text is required', 'html');
-  return compileAll({ subject: body.subject, html: body.html, text: body.text }, deps.config.limits);
+  return compileAll({ subject: body.subject, html: body.html, text: body.text }, deps.config.limits, via);
 }
 
 /** Account rules: a verified From domain for live sends, a known IP pool. */

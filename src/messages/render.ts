@@ -1,94 +1,33 @@
 /**
- * Template rendering of subject, html and text with Handlebars. One isolated
- * Handlebars environment (no global helpers, partials or decorators), only
- * the built-in block helpers (`if`, `unless`, `each`, `with`, `lookup`), no
- * prototype access at run time. HTML output is escaped; subject and text are
- * not, because they are not HTML.
+ * Template rendering of subject, html and text with Handlebars, in the
+ * isolated environment of handlebars-env.ts, with no prototype access at run
+ * time. HTML output is escaped; subject and text are not, because they are
+ * not HTML.
  *
- * A source is measured before it is compiled (template-shape.ts), and its
- * compiled form counts its own output as it renders (RenderBudget): a
- * template that does not compile or fails to run is a 422 naming its field,
- * one that renders past the message size limit a 413.
+ * A source is measured before it is compiled (template-shape.ts); a small
+ * one compiles here, a large one in a worker thread (compile-pool.ts) so the
+ * main thread is never blocked for long. The compiled form counts its own
+ * output as it renders (RenderBudget): a template that does not compile or
+ * fails to run is a 422 naming its field, one that renders past the message
+ * size limit a 413.
  */
-import Handlebars from 'handlebars';
+import type Handlebars from 'handlebars';
 import { ApiError, unprocessable } from '../http/errors';
 import { BoundedCache } from './bounded-cache';
+import { CompilePool, CompileTimeout } from './compile-pool';
+import { compileHere, fromSpec, hb, OUTPUT, TemplateField } from './handlebars-env';
 import { BudgetExceeded, RenderBudget } from './render-budget';
-import { checkTemplateSource, TemplateBounds } from './template-shape';
+import { checkTemplateSource, TemplateBounds, TemplateShape } from './template-shape';
 
-export type TemplateField = 'subject' | 'html' | 'text';
+export type { TemplateField };
 export type Renderer = (data: Record<string, unknown>, budget: RenderBudget) => string;
 export type RenderLimits = TemplateBounds;
 
-const hb = Handlebars.create();
-hb.unregisterHelper('log');
-hb.unregisterHelper('helperMissing');
-hb.unregisterHelper('blockHelperMissing');
-hb.unregisterDecorator('inline'); // {{#*inline}} would define partials, and partials can call each other
-
-const KNOWN = { if: true, unless: true, each: true, with: true, lookup: true, log: false } as const;
-/**
- * Where compiled code finds the output counter: an entry of the run's helpers,
- * which is the only per-run object every compiled program receives. It is an
- * object, not a function, so Handlebars does not wrap it as a helper, and
- * templates cannot call it (knownHelpersOnly; `{{[pigeon:output]}}` reads data).
- */
-const OUTPUT = 'pigeon:output';
-
-/** The internals of Handlebars' JavaScriptCompiler (its documented extension point) that we override. */
-interface CompilerInternals {
-  popStack(): unknown;
-  pushSource(source: unknown): void;
-  appendToBuffer(source: unknown): unknown;
-  aliasable(name: string): unknown;
-  quotedString(text: string): string;
-  invokeKnownHelper(paramSize: number, name: string): void;
-  append(): void;
+/** Where large sources compile, and the account they are counted against there. */
+export interface CompileVia {
+  pool: CompilePool;
+  account: string;
 }
-const env = hb as unknown as { JavaScriptCompiler: new () => CompilerInternals };
-const Base = env.JavaScriptCompiler;
-const counted = (value: unknown) => [`helpers[${JSON.stringify(OUTPUT)}].add(`, value, ')'];
-
-/**
- * Emits code that passes every piece of output — static text, `{{x}}`,
- * `{{{x}}}`, `{{lookup …}}` — through the budget's counter as it is appended.
- * The result of a block helper other than lookup is not counted again: it is
- * made of pieces its own program already counted.
- */
-class CountingCompiler extends Base {
-  private blockResult = false;
-
-  override invokeKnownHelper(paramSize: number, name: string): void {
-    super.invokeKnownHelper(paramSize, name);
-    this.blockResult = name !== 'lookup';
-  }
-
-  override append(): void {
-    const blockResult = this.blockResult;
-    this.blockResult = false;
-    if (blockResult) return super.append();
-    this.pushSource(this.appendToBuffer(counted(this.popStack())));
-  }
-
-  appendEscaped(): void {
-    this.blockResult = false;
-    this.pushSource(this.appendToBuffer(counted([this.aliasable('container.escapeExpression'), '(', this.popStack(), ')'])));
-  }
-
-  appendContent(content: string): void {
-    this.pushSource(this.appendToBuffer(counted(this.quotedString(content))));
-  }
-
-  invokePartial(): never {
-    throw new hb.Exception('partials are not supported');
-  }
-
-  registerDecorator(): never {
-    throw new hb.Exception('decorators are not supported');
-  }
-}
-(CountingCompiler.prototype as unknown as { compiler: unknown }).compiler = CountingCompiler; // for nested programs
-env.JavaScriptCompiler = CountingCompiler;
 
 const builtinEach = hb.helpers.each as Handlebars.HelperDelegate;
 
@@ -112,26 +51,48 @@ function run(template: Handlebars.TemplateDelegate, data: unknown, budget: Rende
 }
 
 /**
+ * Sources at most this large compile on the main thread: a few milliseconds
+ * even on a busy machine (about 0.1–0.2 ms per part plus 0.2 ms per KB),
+ * less than a trip to a worker thread. Ordinary subjects and short bodies
+ * stay here; a source at the bounds (1,000 parts, 512 KiB) would take
+ * 200–700 ms and goes to the pool.
+ */
+export const INLINE_MAX_PARTS = 64;
+export const INLINE_MAX_BYTES = 16 * 1024;
+
+/**
  * Compiling costs milliseconds while rendering costs microseconds, and an
  * application sends the same few templates over and over: keep the compiled
- * ones by source, at most 500 entries and 8 M source characters.
+ * ones by source, at most 500 entries and 8 M source characters. A source
+ * being compiled is compiled once however many sends wait for it.
  */
 const bySource = new BoundedCache<Handlebars.TemplateDelegate>(500, 8 * 1024 * 1024);
+const compiling = new Map<string, Promise<Handlebars.TemplateDelegate>>();
 
-function compiled(field: TemplateField, source: string): Handlebars.TemplateDelegate {
+async function compiled(field: TemplateField, source: string, shape: TemplateShape, via: CompileVia): Promise<Handlebars.TemplateDelegate> {
   const key = `${field}\0${source}`;
-  const hit = bySource.get(key);
-  if (hit) return hit;
-  const template = hb.compile(source, { knownHelpers: KNOWN, knownHelpersOnly: true, noEscape: field !== 'html', strict: false });
-  // Handlebars compiles lazily: run it once so syntax and helper errors surface now.
+  const ready = bySource.get(key) ?? compiling.get(key);
+  if (ready) return ready;
+  const inline = (shape.parts <= INLINE_MAX_PARTS && source.length <= INLINE_MAX_BYTES) || !via.pool.open;
+  if (inline) return remember(key, compileHere(field, source));
+  const pending = via.pool.precompile({ field, source }, via.account).then((spec) => remember(key, fromSpec(spec)));
+  compiling.set(key, pending);
+  try {
+    return await pending;
+  } finally {
+    compiling.delete(key);
+  }
+}
+
+function remember(key: string, template: Handlebars.TemplateDelegate): Handlebars.TemplateDelegate {
+  // Handlebars compiles lazily (and V8 parses function bodies lazily): run it once so errors surface now.
   run(template, {}, new RenderBudget(Number.MAX_SAFE_INTEGER));
   bySource.set(key, template, key.length);
   return template;
 }
 
 /** `param` is the field named in errors (e.g. `html`, or `template_id` for a stored template). */
-export function compileField(field: TemplateField, source: string, limits: RenderLimits, param: string = field): Renderer {
-  checkTemplateSource(source, field, param, limits);
+async function compileField(field: TemplateField, source: string, shape: TemplateShape, via: CompileVia, param: string): Promise<Renderer> {
   // Most subjects and many bodies hold no expressions: skip the compiler for them.
   if (!source.includes('{{')) {
     return (_data, budget) => {
@@ -139,7 +100,12 @@ export function compileField(field: TemplateField, source: string, limits: Rende
       return guarded(field, param, () => budget.output(source));
     };
   }
-  const template = guarded(field, param, () => compiled(field, source));
+  let template: Handlebars.TemplateDelegate;
+  try {
+    template = await compiled(field, source, shape, via);
+  } catch (err) {
+    throw templateError(field, param, err);
+  }
   return (data, budget) => guarded(field, param, () => run(template, data, budget));
 }
 
@@ -153,6 +119,7 @@ function guarded<T>(field: TemplateField, param: string, work: () => T): T {
 
 function templateError(field: TemplateField, param: string, err: unknown): ApiError {
   if (err instanceof ApiError) return err;
+  if (err instanceof CompileTimeout) return unprocessable('template_error', `the ${field} template is too expensive to compile`, param);
   if (err instanceof BudgetExceeded && err.kind === 'output') {
     return new ApiError(413, 'invalid_request_error', 'message_too_large', `the ${field} template ${err.message}`, param);
   }
@@ -164,16 +131,26 @@ function templateError(field: TemplateField, param: string, err: unknown): ApiEr
 
 export type Renderers = Partial<Record<TemplateField, Renderer>>;
 
-/** Compiles the three fields; undefined fields stay undefined. */
-export function compileAll(
+/**
+ * Measures every field first (a 422 for any of them before any compiling),
+ * then compiles them at once; undefined fields stay undefined. Of several
+ * failures, the first field in subject, html, text order is reported.
+ */
+export async function compileAll(
   fields: Partial<Record<TemplateField, string>>,
   limits: RenderLimits,
-  param?: (field: TemplateField) => string,
-): Renderers {
-  const out: Renderers = {};
-  for (const field of ['subject', 'html', 'text'] as const) {
+  via: CompileVia,
+  param: (field: TemplateField) => string = (field) => field,
+): Promise<Renderers> {
+  const present = (['subject', 'html', 'text'] as const).flatMap((field) => {
     const source = fields[field];
-    if (source !== undefined) out[field] = compileField(field, source, limits, param?.(field));
+    return source === undefined ? [] : [{ field, source, shape: checkTemplateSource(source, field, param(field), limits) }];
+  });
+  const results = await Promise.allSettled(present.map((f) => compileField(f.field, f.source, f.shape, via, param(f.field))));
+  const out: Renderers = {};
+  for (const [i, result] of results.entries()) {
+    if (result.status === 'rejected') throw result.reason;
+    out[present[i].field] = result.value;
   }
   return out;
 }

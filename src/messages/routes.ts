@@ -43,6 +43,7 @@ export function registerMessageRoutes(api: ApiRouter, deps: AppDeps): void {
       202: { description: 'Accepted: one entry per recipient, in request order', schema: sendResponse },
       409: { description: 'A request with this Idempotency-Key is in progress' },
       413: { description: 'The request body or the built message is too large (message_too_large)' },
+      503: { description: 'Too many large templates are compiling (compiler_busy); retry after Retry-After' },
     },
     async handler({ body, caller, ctx }) {
       const key = idempotencyKeyOf(ctx.get('idempotency-key'));

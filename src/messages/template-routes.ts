@@ -9,6 +9,7 @@ import type { ApiRouter } from '../http/api';
 import { notFound } from '../http/errors';
 import { pageSchema, paginationQuery, toPage } from '../http/pagination';
 import { iso } from '../clock';
+import { compilePoolOf, POOL_LIMITS } from './compile-pool';
 import { createTemplate, deleteTemplate, getTemplate, listTemplates, Template } from './templates';
 
 const templateSchema = z.object({
@@ -49,14 +50,18 @@ export function registerTemplateRoutes(api: ApiRouter, deps: AppDeps): void {
     ...common, method: 'post', path: '/v1/templates', summary: 'Store a template', liveOnly: true,
     description: `Needs a live key. Subject, html and text are measured and compiled when stored: a field over ${limits.templateSourceBytes} bytes, `
       + `nested deeper than ${limits.templateNestingDepth} levels, with too many expressions or that does not compile is a 422 naming the field. `
-      + `An account may have at most ${limits.templatesPerAccount} templates (409 limit_reached).`,
+      + `An account may have at most ${limits.templatesPerAccount} templates (409 limit_reached). `
+      + `Large templates compile on a worker thread: one that takes over ${POOL_LIMITS.timeoutMs / 1000} s is a 422 template_error; `
+      + `an account with ${POOL_LIMITS.maxPerAccount} large templates compiling gets 429 too_many_compiles, and with `
+      + `${POOL_LIMITS.maxQueued} waiting in all the next gets 503 compiler_busy (retry after Retry-After).`,
     body: createBody,
     responses: {
       201: { description: 'Created', schema: templateSchema },
       409: { description: 'A template with this name exists (template_exists), or the account has its maximum of templates (limit_reached)' },
+      503: { description: 'Too many large templates are compiling (compiler_busy); retry after Retry-After' },
     },
     async handler({ body, caller }) {
-      const template = await createTemplate(db, caller.accountId, body, limits, clock.now());
+      const template = await createTemplate(db, { pool: compilePoolOf(deps), account: caller.accountId }, body, limits, clock.now());
       return { status: 201, body: shapeTemplate(template) };
     },
   });

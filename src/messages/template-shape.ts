@@ -13,7 +13,8 @@ import { unprocessable } from '../http/errors';
  * Names, values and path segments inside `{{ }}` one template field may hold.
  * A few hundred is a large real template. Compiling costs about 0.1 ms per
  * part (more on a busy machine), so 1,000 keeps one compile well under a
- * second; compiled templates are cached, so it is paid once per source.
+ * second — on a compile worker thread for large sources (render.ts), and
+ * paid once per source since compiled templates are cached.
  */
 export const MAX_TEMPLATE_PARTS = 1000;
 
@@ -29,8 +30,8 @@ export interface TemplateBounds {
   templateNestingDepth: number;
 }
 
-/** Refuses a source that is too long, too deep or has too many parts: 422 naming `param`. */
-export function checkTemplateSource(source: string, field: string, param: string, limits: TemplateBounds): void {
+/** Refuses a source that is too long, too deep or has too many parts (422 naming `param`); else its shape. */
+export function checkTemplateSource(source: string, field: string, param: string, limits: TemplateBounds): TemplateShape {
   const bytes = Buffer.byteLength(source, 'utf8');
   if (bytes > limits.templateSourceBytes) {
     throw unprocessable('template_too_large', `the ${field} template is ${bytes} bytes; the limit is ${limits.templateSourceBytes}`, param);
@@ -42,6 +43,7 @@ export function checkTemplateSource(source: string, field: string, param: string
   if (shape.parts > MAX_TEMPLATE_PARTS) {
     throw unprocessable('template_too_complex', `the ${field} template has ${shape.parts} names and values inside {{ }}; the limit is ${MAX_TEMPLATE_PARTS}`, param);
   }
+  return shape;
 }
 
 /** One pass: text between mustaches is skipped with indexOf, mustache bodies are read char by char. */

@@ -9,7 +9,7 @@ import type { Queryable } from '../db';
 import { newId } from '../ids';
 import { conflict } from '../http/errors';
 import { BoundedCache } from './bounded-cache';
-import { compileAll, RenderLimits, Renderers } from './render';
+import { compileAll, CompileVia, RenderLimits, Renderers } from './render';
 
 export interface TemplateLimits extends RenderLimits {
   templatesPerAccount: number;
@@ -55,8 +55,9 @@ export interface NewTemplate {
   text?: string;
 }
 
-export async function createTemplate(db: Queryable, accountId: string, input: NewTemplate, limits: TemplateLimits, now: number): Promise<Template> {
-  compileAll(input, limits); // throws a 422 naming the field that is too large, too deep or does not compile
+export async function createTemplate(db: Queryable, via: CompileVia, input: NewTemplate, limits: TemplateLimits, now: number): Promise<Template> {
+  const accountId = via.account;
+  await compileAll(input, limits, via); // throws a 422 naming the field that is too large, too deep or does not compile
   const row: TemplateRow = {
     id: newId('tpl'),
     account_id: accountId,
@@ -113,11 +114,11 @@ export async function deleteTemplate(db: Queryable, accountId: string, id: strin
 const compiledStored = new BoundedCache<{ updatedAt: number; renderers: Renderers }>(200, 16 * 1024 * 1024);
 
 /** The renderers of a stored template; errors name `template_id`. */
-export function storedRenderers(template: Template, limits: RenderLimits): Renderers {
+export async function storedRenderers(template: Template, limits: RenderLimits, via: CompileVia): Promise<Renderers> {
   const hit = compiledStored.get(template.id);
   if (hit && hit.updatedAt === template.updatedAt) return hit.renderers;
   const fields = { subject: template.subject, html: template.html ?? undefined, text: template.text ?? undefined };
-  const renderers = compileAll(fields, limits, () => 'template_id');
+  const renderers = await compileAll(fields, limits, via, () => 'template_id');
   const weight = template.subject.length + (template.html?.length ?? 0) + (template.text?.length ?? 0);
   compiledStored.set(template.id, { updatedAt: template.updatedAt, renderers }, weight);
   return renderers;
