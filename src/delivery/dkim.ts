@@ -55,6 +55,9 @@ function privateKey(pem: string): KeyObject {
 
 export type SignResult = { raw: Buffer; note: string } | { error: string };
 
+/** The DKIM-Signature lines for raw (to prepend), or why none could be made. */
+export type Signatures = { headers: string; note: string } | { error: string };
+
 interface OneKey {
   domain: string;
   selector: string;
@@ -64,6 +67,15 @@ interface OneKey {
 
 /** Signs raw with the key (and its Ed25519 companion, if any); relaxed/relaxed survives the usual relay rewrapping. */
 export async function signMessage(raw: Buffer, key: SigningKey, now: number): Promise<SignResult> {
+  return withSignatures(raw, makeSignatures(raw, key, now));
+}
+
+export function withSignatures(raw: Buffer, made: Signatures): SignResult {
+  return 'error' in made ? made : { raw: Buffer.concat([Buffer.from(made.headers, 'latin1'), raw]), note: made.note };
+}
+
+/** What the signing threads compute: only the header lines cross back, not the message. */
+export function makeSignatures(raw: Buffer, key: SigningKey, now: number): Signatures {
   const second: OneKey | undefined = key.ed25519 && { domain: key.domain, algorithm: 'ed25519', ...key.ed25519 };
   const keys: OneKey[] = second ? [second, key] : [key];
   try {
@@ -73,7 +85,7 @@ export async function signMessage(raw: Buffer, key: SigningKey, now: number): Pr
     const lines = keys.map((k) => signatureHeader(k, signed, bh, Math.floor(now / 1000)));
     // "d=example.com s=pg… a=rsa-sha256", then ", s=pg… a=ed25519-sha256" for a second signature.
     const note = [`d=${key.domain} s=${key.selector} a=${algorithmTag(key)}`, ...(second ? [`s=${second.selector} a=ed25519-sha256`] : [])].join(', ');
-    return { raw: Buffer.concat([Buffer.from(lines.join(''), 'latin1'), raw]), note };
+    return { headers: lines.join(''), note };
   } catch (err) {
     return { error: (err as Error).message };
   }
