@@ -100,7 +100,8 @@ const algorithmTag = (k: OneKey) => (k.algorithm === 'ed25519' ? 'ed25519-sha256
  */
 function signatureHeader(k: OneKey, fields: Array<{ name: string; text: string }>, bh: string, t: number): string {
   const h = fold(fields.map((f) => f.name), ':');
-  const unsigned = `DKIM-Signature: v=1; a=${algorithmTag(k)}; c=relaxed/relaxed; d=${k.domain};\r\n s=${k.selector}; q=dns/txt; t=${t};\r\n bh=${bh};\r\n h=${h};\r\n b=`;
+  // Tags in mailauth's order (h= before bh=), which simple parsers of h= rely on.
+  const unsigned = `DKIM-Signature: v=1; a=${algorithmTag(k)}; c=relaxed/relaxed; d=${k.domain};\r\n s=${k.selector}; q=dns/txt; t=${t};\r\n h=${h};\r\n bh=${bh};\r\n b=`;
   const data = Buffer.from([...fields.map((f) => `${relaxedHeader(f.text)}\r\n`), relaxedHeader(unsigned)].join(''), 'latin1');
   const pk = privateKey(k.privateKeyPem);
   const b =
