@@ -102,8 +102,8 @@ export const configSchema = z.strictObject({
       .describe('How long an idle outbound SMTP connection is kept open for the next message to the same MX host.'),
     mxCacheSeconds: z.number().int().min(0).default(60)
       .describe('How long MX and address answers are reused (Node does not expose MX TTLs); 0 disables the cache.'),
-    signingThreads: z.number().int().min(0).max(16).default(1)
-      .describe('Worker threads that make DKIM signatures (0 signs on the main thread).'),
+    signingThreads: z.union([z.number().int().min(0).max(16), z.literal('auto')]).default('auto')
+      .describe('Worker threads that make DKIM signatures: auto is one per core (os.availableParallelism(), at most 16); 0 signs on the main thread.'),
     bounceRulesFile: z.string().default('')
       .describe('Optional JSON file of extra bounce rules, tried before the built-in ones (see docs/delivery.md).'),
     allowPrivateTargets: z.boolean().default(false)

@@ -8,11 +8,15 @@ import { systemClock } from '../clock';
 import type { Db } from '../db';
 import { DKIM_ALGORITHMS, type DkimAlgorithm } from '../domains/keys';
 import { zoneLine } from '../domains/records';
-import { addDomain, deleteDomain, getDomain, listDomains, rotateDkim, verifyDomainByName, type DomainsContext } from '../domains/service';
+import {
+  addDomain, addEd25519Key, deleteDomain, getDomain, listDomains, removeEd25519Key, rotateDkim, verifyDomainByName, type DomainsContext,
+} from '../domains/service';
 import { shapeDomain, type DomainView } from '../domains/view';
 import { CliContext, UsageError, flagString, withDb } from './common';
 
-const USAGE = 'usage: pigeon domains add|show|verify|rotate|delete NAME [--account NAME] [--algorithm rsa|ed25519] [--json]\n       pigeon domains list [--account NAME] [--json]';
+const USAGE = 'usage: pigeon domains add|show|verify|rotate|delete NAME [--account NAME] [--algorithm rsa|ed25519] [--ed25519] [--json]\n' +
+  '       pigeon domains ed25519-add|ed25519-remove NAME [--account NAME] [--json]\n' +
+  '       pigeon domains list [--account NAME] [--json]';
 
 async function accountId(db: Db, ctx: CliContext): Promise<string> {
   const name = flagString(ctx, 'account') ?? 'default';
@@ -25,7 +29,9 @@ async function accountId(db: Db, ctx: CliContext): Promise<string> {
 export function formatDomain(view: DomainView): string[] {
   const lines = [`; ${view.name}: ${view.status}${view.dkim ? ` (signing with ${view.dkim.selector}, ${view.dkim.algorithm})` : ''}`];
   for (const r of view.dns_records) {
-    const role = r.purpose === 'dkim' && r.key_status === 'pending' ? 'dkim, rotation' : r.purpose;
+    const role = r.purpose !== 'dkim' ? r.purpose
+      : r.key_role === 'second' ? `dkim, ed25519 second key${r.key_status === 'pending' ? ' (pending)' : ''}`
+      : r.key_status === 'pending' ? 'dkim, rotation' : 'dkim';
     lines.push(`; ${role}${r.required ? ', required' : ', optional'}: ${r.state}${r.detail ? ` (${r.detail})` : ''}`);
     for (const f of r.found ?? []) lines.push(`;   found: ${f}`);
     lines.push(zoneLine(r));
@@ -49,13 +55,17 @@ export async function domainsCommand(ctx: CliContext): Promise<void> {
     const shape = (b: Parameters<typeof shapeDomain>[1]) => shapeDomain(ctx.config, b);
     switch (action) {
       case 'add':
-        return print(shape(await addDomain(service, account, { name, dkimAlgorithm: algorithmFlag(ctx) })));
+        return print(shape(await addDomain(service, account, { name, dkimAlgorithm: algorithmFlag(ctx), dkimEd25519: Boolean(ctx.flags.ed25519) })));
       case 'show':
         return print(shape(await getDomain(service, account, name)));
       case 'verify':
         return print(shape(await verifyDomainByName(service, account, name)));
-      case 'rotate':
-        return print(shape(await rotateDkim(service, account, name)));
+      case 'rotate': // --ed25519 rotates the Ed25519 second key
+        return print(shape(await rotateDkim(service, account, name, ctx.flags.ed25519 ? 'second' : 'primary')));
+      case 'ed25519-add':
+        return print(shape(await addEd25519Key(service, account, name)));
+      case 'ed25519-remove':
+        return print(shape(await removeEd25519Key(service, account, name)));
       case 'delete': {
         const result = await deleteDomain(service, account, name);
         return ctx.out(`deleted ${result.name}; cancelled ${result.cancelledMessages} unsent message(s)`);

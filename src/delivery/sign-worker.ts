@@ -1,9 +1,10 @@
 /**
- * A worker thread that signs for the MTA (see signer.ts): DKIM is most of the
- * CPU a message costs on its way out, and the main thread also serves the API.
+ * A worker thread that signs for the MTA (see signer.ts). It answers with the
+ * DKIM-Signature lines only; the main thread prepends them to the bytes it
+ * already holds.
  */
 import { parentPort } from 'node:worker_threads';
-import { signMessage, type SigningKey } from './dkim';
+import { makeSignatures, type SigningKey } from './dkim';
 
 interface Request {
   id: number;
@@ -14,8 +15,5 @@ interface Request {
 
 parentPort?.on('message', (req: Request) => {
   const raw = Buffer.from(req.raw.buffer, req.raw.byteOffset, req.raw.byteLength);
-  signMessage(raw, req.key, req.now).then(
-    (result) => parentPort?.postMessage({ id: req.id, result }),
-    (err: Error) => parentPort?.postMessage({ id: req.id, result: { error: err.message } }),
-  );
+  parentPort?.postMessage({ id: req.id, made: makeSignatures(raw, req.key, req.now) });
 });

@@ -1,7 +1,7 @@
 /**
  * The DNS records a sending domain publishes, as Pigeon asks for them:
- *  - dkim: TXT <selector>._domainkey.<domain>  "v=DKIM1; k=rsa; p=<public key>" (one per key; a
- *    rotation shows the pending key too)
+ *  - dkim: TXT <selector>._domainkey.<domain>  "v=DKIM1; k=rsa; p=<public key>" (one per key: the
+ *    primary key, an optional Ed25519 second key with k=ed25519, and the pending key of a rotation)
  *  - spf: TXT <domain>  "v=spf1 ip4:<each sending IP> ~all", or "v=spf1 include:<domains.spfInclude> ~all"
  *  - dmarc: TXT _dmarc.<domain>  "v=DMARC1; p=none; rua=mailto:dmarc@<domain>" (any valid DMARC record passes)
  *  - return_path: CNAME <domains.returnPathLabel>.<domain> → the bounce host (optional; aligns SPF)
@@ -9,7 +9,7 @@
  */
 import net from 'node:net';
 import type { Config } from '../config';
-import type { DomainKey, KeyStatus, RecordState, StoredCheck } from './repository';
+import type { DomainKey, KeyRole, KeyStatus, RecordState, StoredCheck } from './repository';
 
 export type Purpose = 'dkim' | 'spf' | 'dmarc' | 'return_path';
 
@@ -20,9 +20,9 @@ export interface ExpectedRecord {
   type: 'TXT' | 'CNAME';
   host: string;
   value: string;
-  /** Needed for the domain to be verified (active DKIM key and SPF). */
+  /** Needed for the domain to be verified (active DKIM keys and SPF). */
   required: boolean;
-  dkim?: { selector: string; algorithm: DomainKey['algorithm']; publicKey: string; status: KeyStatus };
+  dkim?: { selector: string; algorithm: DomainKey['algorithm']; publicKey: string; status: KeyStatus; role: KeyRole };
 }
 
 export interface DnsRecordView {
@@ -37,6 +37,7 @@ export interface DnsRecordView {
   checked_at: string | null;
   selector?: string;
   key_status?: KeyStatus;
+  key_role?: KeyRole;
 }
 
 export const dkimHost = (selector: string, domain: string) => `${selector}._domainkey.${domain}`;
@@ -53,7 +54,7 @@ export function spfValue(config: Config): string {
 
 export const dkimValue = (algorithm: DomainKey['algorithm'], publicKey: string) => `v=DKIM1; k=${algorithm}; p=${publicKey}`;
 
-/** Active key first, then a pending rotation key, then SPF, DMARC and the return path. */
+/** DKIM keys (primary then second, active before pending; see keysOf), then SPF, DMARC and the return path. */
 export function expectedRecords(config: Config, domain: string, keys: DomainKey[]): ExpectedRecord[] {
   const dkim: ExpectedRecord[] = keys.map((k) => ({
     key: `dkim:${k.selector}`,
@@ -62,7 +63,7 @@ export function expectedRecords(config: Config, domain: string, keys: DomainKey[
     host: dkimHost(k.selector, domain),
     value: dkimValue(k.algorithm, k.publicKey),
     required: k.status === 'active',
-    dkim: { selector: k.selector, algorithm: k.algorithm, publicKey: k.publicKey, status: k.status },
+    dkim: { selector: k.selector, algorithm: k.algorithm, publicKey: k.publicKey, status: k.status, role: k.role },
   }));
   return [
     ...dkim,
@@ -87,7 +88,7 @@ export function recordViews(expected: ExpectedRecord[], checks: StoredCheck[]): 
       found: c && c.state !== 'verified' ? c.found : null,
       detail: c?.detail ?? null,
       checked_at: c ? new Date(c.checkedAt).toISOString() : null,
-      ...(r.dkim ? { selector: r.dkim.selector, key_status: r.dkim.status } : {}),
+      ...(r.dkim ? { selector: r.dkim.selector, key_status: r.dkim.status, key_role: r.dkim.role } : {}),
     };
   });
 }

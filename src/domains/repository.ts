@@ -11,6 +11,8 @@ import type { DkimAlgorithm } from './keys';
 export type DomainStatus = 'pending' | 'verified' | 'failing';
 export type RecordState = 'pending' | 'verified' | 'mismatch' | 'missing' | 'temporary_error';
 export type KeyStatus = 'active' | 'pending';
+/** primary: the domain's key (RSA or Ed25519); second: an optional Ed25519 key for a second signature. */
+export type KeyRole = 'primary' | 'second';
 
 export interface Domain {
   id: string;
@@ -30,6 +32,7 @@ export interface DomainKey {
   algorithm: DkimAlgorithm;
   publicKey: string;
   status: KeyStatus;
+  role: KeyRole;
   createdAt: number;
   activatedAt: number | null;
 }
@@ -134,6 +137,7 @@ interface KeyRow {
   public_key: string;
   private_key_sealed: string;
   status: KeyStatus;
+  role: KeyRole;
   created_at: number;
   activated_at: number | null;
 }
@@ -145,13 +149,14 @@ const toKey = (r: KeyRow): DomainKey => ({
   algorithm: r.algorithm,
   publicKey: r.public_key,
   status: r.status,
+  role: r.role,
   createdAt: Number(r.created_at),
   activatedAt: num(r.activated_at),
 });
 
 export async function insertKey(
   db: Queryable,
-  key: { id: string; domainId: string; selector: string; algorithm: DkimAlgorithm; publicKey: string; sealed: string; status: KeyStatus; now: number },
+  key: { id: string; domainId: string; selector: string; algorithm: DkimAlgorithm; publicKey: string; sealed: string; status: KeyStatus; role?: KeyRole; now: number },
 ): Promise<void> {
   await db('domain_keys').insert({
     id: key.id,
@@ -161,34 +166,37 @@ export async function insertKey(
     public_key: key.publicKey,
     private_key_sealed: key.sealed,
     status: key.status,
+    role: key.role ?? 'primary',
     created_at: key.now,
     activated_at: key.status === 'active' ? key.now : null,
   });
 }
 
-/** Keys of several domains at once (list pages), active first. */
+/** Keys of several domains at once (list pages): primary before second, active before pending. */
 export async function keysOf(db: Queryable, domainIds: string[]): Promise<Map<string, DomainKey[]>> {
   const rows = domainIds.length ? await db<KeyRow>('domain_keys').whereIn('domain_id', domainIds).orderBy('id', 'asc') : [];
   const out = new Map<string, DomainKey[]>();
   for (const r of rows) out.set(r.domain_id, [...(out.get(r.domain_id) ?? []), toKey(r)]);
-  for (const keys of out.values()) keys.sort((a, b) => (a.status === b.status ? 0 : a.status === 'active' ? -1 : 1));
+  const rank = (k: DomainKey) => (k.role === 'primary' ? 0 : 2) + (k.status === 'active' ? 0 : 1);
+  for (const keys of out.values()) keys.sort((a, b) => rank(a) - rank(b));
   return out;
 }
 
-/** The sealed private key of the active key; only signing.ts calls this. */
-export async function activeSealedKey(db: Queryable, domainId: string): Promise<(DomainKey & { sealed: string }) | undefined> {
-  const row = await db<KeyRow>('domain_keys').where({ domain_id: domainId, status: 'active' }).first();
-  return row && { ...toKey(row), sealed: row.private_key_sealed };
+/** The sealed private keys of the active keys (primary, then second); only signing.ts calls this. */
+export async function activeSealedKeys(db: Queryable, domainId: string): Promise<Array<DomainKey & { sealed: string }>> {
+  const rows = await db<KeyRow>('domain_keys').where({ domain_id: domainId, status: 'active' });
+  const rank = (role: KeyRole) => (role === 'primary' ? 0 : 1);
+  return rows.map((row) => ({ ...toKey(row), sealed: row.private_key_sealed })).sort((x, y) => rank(x.role) - rank(y.role));
 }
 
-/** The pending key becomes the active one; the old active key is deleted (its record may then be removed). */
-export async function promoteKey(db: Queryable, domainId: string, keyId: string, now: number): Promise<void> {
-  const old = await db<KeyRow>('domain_keys').where({ domain_id: domainId, status: 'active' }).first();
+/** The pending key becomes the active one of its role; the old active key of that role is deleted (its record may then be removed). */
+export async function promoteKey(db: Queryable, domainId: string, key: { id: string; role: KeyRole }, now: number): Promise<void> {
+  const old = await db<KeyRow>('domain_keys').where({ domain_id: domainId, status: 'active', role: key.role }).first();
   if (old) {
     await db('domain_keys').where({ id: old.id }).delete();
     await db('domain_record_checks').where({ domain_id: domainId, record: `dkim:${old.selector}` }).delete();
   }
-  await db('domain_keys').where({ id: keyId }).update({ status: 'active', activated_at: now });
+  await db('domain_keys').where({ id: key.id }).update({ status: 'active', activated_at: now });
 }
 
 interface CheckRow {
@@ -198,6 +206,13 @@ interface CheckRow {
   found: string | null;
   detail: string | null;
   checked_at: number;
+}
+
+/** Removes the domain's second (Ed25519) keys and their record checks. */
+export async function deleteSecondKeys(db: Queryable, domainId: string): Promise<void> {
+  const keys = await db<KeyRow>('domain_keys').where({ domain_id: domainId, role: 'second' });
+  await db('domain_record_checks').where({ domain_id: domainId }).whereIn('record', keys.map((k) => `dkim:${k.selector}`)).delete();
+  await db('domain_keys').where({ domain_id: domainId, role: 'second' }).delete();
 }
 
 export async function checksOf(db: Queryable, domainIds: string[]): Promise<Map<string, StoredCheck[]>> {

@@ -15,8 +15,8 @@ import { generateDkimKey, newSelector, sealPrivateKey, type DkimAlgorithm, type 
 import { lookupName, normalizeDomainName } from './name';
 import { forgetAccountDomains } from './lookup';
 import {
-  checksOf, findDomain, insertDomain, insertKey, keysOf, pageDomains,
-  type Domain, type DomainKey, type StoredCheck,
+  checksOf, deleteSecondKeys, findDomain, insertDomain, insertKey, keysOf, pageDomains,
+  type Domain, type DomainKey, type KeyRole, type KeyStatus, type StoredCheck,
 } from './repository';
 import { recordDomainEvent, verifyDomain } from './verify';
 import { checkCap } from '../auth/limits';
@@ -59,6 +59,8 @@ async function requireDomain(ctx: DomainsContext, accountId: string, name: strin
 export interface NewDomainInput {
   name: string;
   dkimAlgorithm?: DkimAlgorithm;
+  /** Also an Ed25519 key, for a second signature (an RSA domain only). */
+  dkimEd25519?: boolean;
   /** limits.domainsPerAccount for API callers; the operator's CLI passes none. */
   maxDomains?: number;
 }
@@ -72,20 +74,20 @@ export async function addDomain(ctx: DomainsContext, accountId: string, input: N
   if (input.maxDomains !== undefined) {
     checkCap((await pageDomains(ctx.db, accountId, 0)).total, input.maxDomains, 'sending domains', 'domainsPerAccount');
   }
-  const generated = await generateDkimKey(input.dkimAlgorithm ?? 'rsa');
-  const now = ctx.clock.now();
-  const keyId = newId('dk');
+  if (input.dkimEd25519 && input.dkimAlgorithm === 'ed25519') {
+    throw unprocessable('invalid_dkim', 'dkim_ed25519 adds an Ed25519 signature to an RSA key; this domain\'s key is Ed25519 already', 'dkim_ed25519');
+  }
+  const primary = await newKey(ctx, input.dkimAlgorithm ?? 'rsa', 'primary', [], 'active');
+  // A new domain's keys are all active: none is published yet, and the domain verifies only once all of them are.
+  const second = input.dkimEd25519 ? await newKey(ctx, 'ed25519', 'second', [primary.selector], 'active') : undefined;
   try {
     const domain = await ctx.db.transaction(async (trx) => {
-      const d = await insertDomain(trx, { accountId, name: parsed.name, now });
-      await insertKey(trx, {
-        id: keyId, domainId: d.id, selector: newSelector(now), algorithm: generated.algorithm, publicKey: generated.publicKey,
-        sealed: sealPrivateKey(ctx.keySource ?? ctx.config.dataDir, keyId, generated.privateKeyPem), status: 'active', now,
-      });
+      const d = await insertDomain(trx, { accountId, name: parsed.name, now: ctx.clock.now() });
+      for (const key of second ? [primary, second] : [primary]) await insertKey(trx, { ...key, domainId: d.id });
       return d;
     });
     forgetAccountDomains(ctx.db, accountId);
-    ctx.log?.info({ domain: domain.name, accountId, dkimAlgorithm: generated.algorithm }, 'domain added');
+    ctx.log?.info({ domain: domain.name, accountId, dkimAlgorithm: primary.algorithm, dkimEd25519: Boolean(second) }, 'domain added');
     return (await bundles(ctx, [domain]))[0];
   } catch (err) {
     // Two adds of the same name at once: the unique index decides.
@@ -109,24 +111,65 @@ export async function verifyDomainByName(ctx: DomainsContext, accountId: string,
   return (await bundles(ctx, [checked]))[0];
 }
 
-/** Starts a DKIM rotation: a pending key with a new selector, signing only once its record verifies. */
-export async function rotateDkim(ctx: DomainsContext, accountId: string, name: string): Promise<DomainBundle> {
+type NewKey = Omit<Parameters<typeof insertKey>[1], 'domainId'>;
+
+/** A key pair with a selector unused among `taken`, sealed, ready to insert. */
+async function newKey(ctx: DomainsContext, algorithm: DkimAlgorithm, role: KeyRole, taken: string[], status: KeyStatus): Promise<NewKey> {
+  const generated = await generateDkimKey(algorithm);
+  const now = ctx.clock.now();
+  const id = newId('dk');
+  let selector = newSelector(now);
+  while (taken.includes(selector)) selector = newSelector(now);
+  const sealed = sealPrivateKey(ctx.keySource ?? ctx.config.dataDir, id, generated.privateKeyPem);
+  return { id, selector, algorithm, publicKey: generated.publicKey, sealed, status, role, now };
+}
+
+/**
+ * Starts a rotation of the domain's key (role primary) or of its Ed25519
+ * second key: a pending key with a new selector, signing only once its record
+ * verifies.
+ */
+export async function rotateDkim(ctx: DomainsContext, accountId: string, name: string, role: KeyRole = 'primary'): Promise<DomainBundle> {
   const domain = await requireDomain(ctx, accountId, name);
   const keys = (await keysOf(ctx.db, [domain.id])).get(domain.id) ?? [];
-  const pending = keys.find((k) => k.status === 'pending');
+  const pending = keys.find((k) => k.status === 'pending' && k.role === role);
   if (pending) throw conflict('rotation_pending', `a rotation is already waiting for ${pending.selector}._domainkey.${domain.name} to verify`);
-  const active = keys.find((k) => k.status === 'active');
-  const generated = await generateDkimKey(active?.algorithm ?? 'rsa');
-  const now = ctx.clock.now();
-  const keyId = newId('dk');
-  let selector = newSelector(now);
-  while (keys.some((k) => k.selector === selector)) selector = newSelector(now);
-  await insertKey(ctx.db, {
-    id: keyId, domainId: domain.id, selector, algorithm: generated.algorithm, publicKey: generated.publicKey,
-    sealed: sealPrivateKey(ctx.keySource ?? ctx.config.dataDir, keyId, generated.privateKeyPem), status: 'pending', now,
-  });
+  const active = keys.find((k) => k.status === 'active' && k.role === role);
+  if (!active && role === 'second') throw notFound('Ed25519 key', 'domain');
+  const key = await newKey(ctx, active?.algorithm ?? 'rsa', role, keys.map((k) => k.selector), 'pending');
+  await insertKey(ctx.db, { ...key, domainId: domain.id });
   forgetAccountDomains(ctx.db, accountId);
-  ctx.log?.info({ domain: domain.name, accountId, selector }, 'dkim rotation started');
+  ctx.log?.info({ domain: domain.name, accountId, selector: key.selector, role }, 'dkim rotation started');
+  return (await bundles(ctx, [domain]))[0];
+}
+
+/**
+ * Adds an Ed25519 key for a second signature to an RSA domain. It is pending
+ * until its record verifies (then a domain.dkim_rotated event); from then on
+ * every message carries both signatures and the record is required.
+ */
+export async function addEd25519Key(ctx: DomainsContext, accountId: string, name: string): Promise<DomainBundle> {
+  const domain = await requireDomain(ctx, accountId, name);
+  const keys = (await keysOf(ctx.db, [domain.id])).get(domain.id) ?? [];
+  if (keys.some((k) => k.role === 'second')) throw conflict('dkim_ed25519_exists', `${domain.name} has an Ed25519 key already`);
+  if (keys.some((k) => k.role === 'primary' && k.algorithm === 'ed25519')) {
+    throw conflict('dkim_ed25519_primary', `${domain.name} signs with Ed25519 already; a second key is for RSA domains`);
+  }
+  const key = await newKey(ctx, 'ed25519', 'second', keys.map((k) => k.selector), 'pending');
+  await insertKey(ctx.db, { ...key, domainId: domain.id });
+  forgetAccountDomains(ctx.db, accountId);
+  ctx.log?.info({ domain: domain.name, accountId, selector: key.selector }, 'dkim ed25519 key added');
+  return (await bundles(ctx, [domain]))[0];
+}
+
+/** Removes the Ed25519 second key (active and pending): messages carry the primary signature only. */
+export async function removeEd25519Key(ctx: DomainsContext, accountId: string, name: string): Promise<DomainBundle> {
+  const domain = await requireDomain(ctx, accountId, name);
+  const keys = (await keysOf(ctx.db, [domain.id])).get(domain.id) ?? [];
+  if (!keys.some((k) => k.role === 'second')) throw notFound('Ed25519 key', 'domain');
+  await ctx.db.transaction((trx) => deleteSecondKeys(trx, domain.id));
+  forgetAccountDomains(ctx.db, accountId);
+  ctx.log?.info({ domain: domain.name, accountId }, 'dkim ed25519 key removed');
   return (await bundles(ctx, [domain]))[0];
 }
 

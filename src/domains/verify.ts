@@ -20,7 +20,7 @@ import { forgetAccountDomains } from './lookup';
 import { expectedRecords, type ExpectedRecord } from './records';
 import {
   findDomainById, insertDomainEvent, keysOf, promoteKey, saveChecks, updateDomainState,
-  type Domain, type DomainEventType, type RecordCheck,
+  type Domain, type DomainEventType, type DomainKey, type RecordCheck,
 } from './repository';
 import type { DomainsContext } from './service';
 
@@ -99,15 +99,12 @@ export async function verifyDomain(ctx: DomainsContext, domain: Domain): Promise
     const current = await findDomainById(trx, domain.id);
     if (!current) return undefined;
     await saveChecks(trx, domain.id, checks, now);
-    let signing = keys.find((k) => k.status === 'active');
-    const pending = keys.find((k) => k.status === 'pending');
-    if (pending && checks.get(`dkim:${pending.selector}`)?.state === 'verified') {
-      await promoteKey(trx, domain.id, pending.id, now);
-      await recordEvent(trx, current, 'domain.dkim_rotated', now, { selector: pending.selector, previous_selector: signing?.selector ?? null });
-      events.push('domain.dkim_rotated');
-      signing = pending;
-    }
-    const outcome = outcomeOf([signing && checks.get(`dkim:${signing.selector}`)?.state, checks.get('spf')?.state]);
+    const signing = await promoteVerifiedKeys(trx, current, keys, checks, now);
+    if (signing.promoted) events.push('domain.dkim_rotated');
+    // The primary key and SPF decide, and an active second key too: a signature receivers cannot check is a failure.
+    const primary = signing.active.find((k) => k.role === 'primary');
+    const dkimStates = [primary, ...signing.active.filter((k) => k.role === 'second')].map((k) => k && checks.get(`dkim:${k.selector}`)?.state);
+    const outcome = outcomeOf([...dkimStates, checks.get('spf')?.state]);
     const { next, event } = transition(current, outcome, now, graceMs);
     await updateDomainState(trx, next);
     if (event) {
@@ -123,6 +120,30 @@ export async function verifyDomain(ctx: DomainsContext, domain: Domain): Promise
     ctx.signals?.emit('domainEvents');
   }
   return stored;
+}
+
+/**
+ * A pending key (a rotation, or a second key added to an existing domain)
+ * whose record verified replaces the active key of its role; each promotion is
+ * a domain.dkim_rotated event. Returns the keys active afterwards.
+ */
+async function promoteVerifiedKeys(
+  trx: Queryable, domain: Domain, keys: DomainKey[], checks: Map<string, RecordCheck>, now: number,
+): Promise<{ active: DomainKey[]; promoted: boolean }> {
+  const active = keys.filter((k) => k.status === 'active');
+  let promoted = false;
+  for (const pending of keys.filter((k) => k.status === 'pending')) {
+    if (checks.get(`dkim:${pending.selector}`)?.state !== 'verified') continue;
+    const previous = active.findIndex((k) => k.role === pending.role);
+    await promoteKey(trx, domain.id, pending, now);
+    await recordEvent(trx, domain, 'domain.dkim_rotated', now, {
+      selector: pending.selector, previous_selector: previous < 0 ? null : active[previous].selector, key_role: pending.role,
+    });
+    if (previous < 0) active.push(pending);
+    else active[previous] = pending;
+    promoted = true;
+  }
+  return { active, promoted };
 }
 
 function summary(expected: ExpectedRecord[], checks: Map<string, RecordCheck>): Array<{ purpose: string; host: string; state: string }> {

@@ -22,7 +22,9 @@ export const dnsRecordSchema = z.object({
   checked_at: z.string().nullable().describe('When the record was last looked up.'),
   selector: z.string().optional().describe('DKIM records: the selector.'),
   key_status: z.enum(['active', 'pending']).optional()
-    .describe('DKIM records: active signs mail; pending is a rotation key that takes over once its record verifies.'),
+    .describe('DKIM records: active signs mail; pending is a new key (rotation, or an added Ed25519 key) that signs once its record verifies.'),
+  key_role: z.enum(['primary', 'second']).optional()
+    .describe('DKIM records: primary is the domain\'s key; second is its optional Ed25519 key, whose signature is added to the primary one.'),
 });
 
 export const domainSchema = z.object({
@@ -36,6 +38,8 @@ export const domainSchema = z.object({
   failing_since: z.string().nullable(),
   grace_ends_at: z.string().nullable().describe('For a failing domain: when it becomes pending unless its records are back.'),
   dkim: z.object({ selector: z.string(), algorithm: z.enum(DKIM_ALGORITHMS) }).nullable().describe('The key that signs mail now.'),
+  dkim_ed25519: z.object({ selector: z.string(), status: z.enum(['active', 'pending']) }).nullable()
+    .describe('The optional Ed25519 second key: active adds a second DKIM-Signature to every message; pending waits for its record to verify. Null when the domain has none.'),
   dns_records: z.array(dnsRecordSchema),
 });
 
@@ -43,7 +47,8 @@ export type DomainView = z.infer<typeof domainSchema>;
 
 export function shapeDomain(config: Config, b: DomainBundle): DomainView {
   const d = b.domain;
-  const active = b.keys.find((k) => k.status === 'active');
+  const active = b.keys.find((k) => k.status === 'active' && k.role === 'primary');
+  const second = b.keys.find((k) => k.role === 'second'); // keysOf puts the active one first
   return {
     id: d.id,
     name: d.name,
@@ -54,6 +59,7 @@ export function shapeDomain(config: Config, b: DomainBundle): DomainView {
     failing_since: iso(d.failingSince),
     grace_ends_at: d.failingSince === null ? null : iso(d.failingSince + config.domains.failingGraceHours * HOUR),
     dkim: active ? { selector: active.selector, algorithm: active.algorithm } : null,
+    dkim_ed25519: second ? { selector: second.selector, status: second.status } : null,
     dns_records: recordViews(expectedRecords(config, d.name, b.keys), b.checks),
   };
 }

@@ -13,6 +13,7 @@ export interface RecordView {
   detail: string | null;
   selector?: string;
   key_status?: 'active' | 'pending';
+  key_role?: 'primary' | 'second';
 }
 
 export interface DomainBody {
@@ -24,6 +25,7 @@ export interface DomainBody {
   failing_since: string | null;
   grace_ends_at: string | null;
   dkim: { selector: string; algorithm: string } | null;
+  dkim_ed25519?: { selector: string; status: 'active' | 'pending' } | null;
   dns_records: RecordView[];
 }
 
