@@ -18,6 +18,8 @@ export interface DeliveryServerReady {
   type: 'ready';
   url: string;
   key: string;
+  /** the SMTP submission port */
+  smtpPort: number;
 }
 
 async function main(): Promise<void> {
@@ -48,7 +50,7 @@ async function main(): Promise<void> {
   // A live key with every scope, as `pigeon keys create --mode live --scopes all` makes (a sandbox key cannot).
   const account = await app.db('accounts').where({ name: 'default' }).first('id');
   const { secret } = await createKey(app.db, { accountId: account.id, name: 'bench admin', mode: 'live', scopes: [...SCOPES] }, Date.now());
-  process.send?.({ type: 'ready', url: app.http.url, key: secret } satisfies DeliveryServerReady);
+  process.send?.({ type: 'ready', url: app.http.url, key: secret, smtpPort: app.listeners['smtp-submission'].port } satisfies DeliveryServerReady);
 }
 
 main().catch((err) => {
