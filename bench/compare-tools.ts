@@ -126,6 +126,7 @@ const SERVICES = [
  */
 export async function startPostfix(relayPort: number, paused = false): Promise<Postfix> {
   const base = fs.mkdtempSync(path.join(os.tmpdir(), 'pigeon-bench-postfix-'));
+  fs.chmodSync(base, 0o755); // the postfix user's daemons must reach their directories
   for (const d of ['etc', 'spool', 'data']) fs.mkdirSync(path.join(base, d));
   spawnSync('chown', ['postfix', path.join(base, 'data')]);
   const port = await freePort();
@@ -141,7 +142,7 @@ export async function startPostfix(relayPort: number, paused = false): Promise<P
   fs.writeFileSync(path.join(base, 'etc/main.cf'), Object.entries(main).map(([k, v]) => `${k} = ${v}`).join('\n') + '\n');
   fs.writeFileSync(path.join(base, 'etc/master.cf'), [`127.0.0.1:${port} inet n - n - - smtpd`, ...SERVICES].join('\n') + '\n');
   const started = spawnSync('postfix', ['-c', `${base}/etc`, 'start'], { encoding: 'utf8' });
-  if (started.status !== 0) throw new Error(`postfix start: ${started.stderr || started.stdout}`);
+  if (started.status !== 0) throw new Error(`postfix start failed: see ${base}/maillog`);
   await waitForPort(port);
   return {
     port,
@@ -204,8 +205,9 @@ export function wrk(url: string, script: string, connections: number, seconds: n
 /** The wrk script: POST /v1/messages/send, one new recipient at sink.test per request, ~size bytes of text. */
 export function writeSendScript(dir: string, from: string, size: number): string {
   const file = path.join(dir, 'send.lua');
+  // "\\\\n" here is \\n in Lua's source, which is \n (a JSON newline escape) in the request body
   const line = 'Your order has shipped and will arrive within two working days. Thank you!';
-  const text = `${line}\\n`.repeat(Math.ceil(size / (line.length + 1)));
+  const text = `${line}\\\\n`.repeat(Math.ceil(size / (line.length + 1)));
   fs.writeFileSync(
     file,
     `local key = os.getenv("KEY")
