@@ -24,6 +24,7 @@ export interface DeliveryServerReady {
 
 async function main(): Promise<void> {
   const overrides = JSON.parse(process.argv[2] ?? '{}') as Record<string, unknown>;
+  const smtp = (overrides.smtp ?? {}) as { submission?: Record<string, unknown> };
   const ownDir = typeof overrides.dataDir !== 'string';
   const dataDir = ownDir ? fs.mkdtempSync(path.join(os.tmpdir(), 'pigeon-bench-delivery-')) : (overrides.dataDir as string);
   const app = await createApp({
@@ -31,7 +32,7 @@ async function main(): Promise<void> {
     dataDir,
     log: { level: 'warn' },
     http: { port: 0 },
-    smtp: { submission: { port: 0 }, inbound: { port: 0 } },
+    smtp: { submission: { ...smtp.submission, port: 0 }, inbound: { port: 0 } },
     metrics: { port: 0 },
     rateLimit: { requestsPerSecond: 1e6, burst: 1e6 },
   });
