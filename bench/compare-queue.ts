@@ -1,12 +1,12 @@
 /**
  * A deep queue with the MTA paused: for each depth, the appliance accepts one
  * real message through the API, then (appliance stopped) that row is cloned
- * straight into the database file with multi-row knex inserts until `depth`
- * messages are queued and due (seeding a million through the API would take
- * the whole time budget; the clones share the one content row, as copies of
- * one send do). Then: the cost of one claim of 50 (src/delivery/queue.ts
- * claim, in a transaction rolled back, median of 9), and the appliance's RSS
- * after start and after wrk drove sends at it for a few seconds.
+ * straight into the database file until `depth` messages are queued and due
+ * (seeding a million through the API would take the whole time budget; the
+ * clones share the one content row, as copies of one send do). Then: the cost
+ * of one claim of 50 (src/delivery/queue.ts claim, in a transaction rolled
+ * back, median of 9), and the appliance's RSS after start and after wrk drove
+ * sends at it for a few seconds.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -14,7 +14,6 @@ import path from 'node:path';
 import knex, { type Knex } from 'knex';
 import { ApiClient } from '../test/support/app';
 import { claim } from '../src/delivery/queue';
-import { newId } from '../src/ids';
 import { FROM, startPigeon } from './compare-pigeon';
 import { freePort, wrk, writeSendScript } from './compare-tools';
 import { median } from './compare-throughput';
@@ -22,21 +21,30 @@ import type { CompareOptions, Row } from './compare';
 
 const openFile = (dataDir: string): Knex => knex({ client: 'sqlite3', connection: { filename: path.join(dataDir, 'pigeon.sqlite') }, useNullAsDefault: true, pool: { min: 1, max: 1 } });
 
-/** Clones the one queued message until `depth` rows are queued; 500 rows a statement, 50,000 a transaction. */
+/**
+ * Clones the one queued message until `depth` rows are queued and due, 100,000 rows a statement (INSERT … SELECT
+ * over a counter; bench-only SQLite SQL, the product's statements stay portable). Clones differ in id, batch,
+ * recipient and Message-ID.
+ */
 async function seed(db: Knex, depth: number): Promise<void> {
-  const template = await db('messages').first();
+  const template = await db('messages').first('id');
+  const columns = ((await db.raw('PRAGMA table_info(messages)')) as Array<{ name: string }>).map((c) => c.name);
   const now = Date.now();
-  for (let done = 1; done < depth; ) {
-    await db.transaction(async (trx) => {
-      for (let i = 0; i < 100 && done < depth; i++) {
-        const rows = Array.from({ length: Math.min(500, depth - done) }, (_, k) => {
-          const n = done + k;
-          return { ...template, id: newId('msg'), batch_id: newId('bat'), to_email: `rcpt${n}@sink.test`, message_id_header: `${n}.seed@shop.bench`, created_at: now, updated_at: now, next_attempt_at: now - 1000 };
-        });
-        await trx('messages').insert(rows);
-        done += rows.length;
-      }
-    });
+  const changed: Record<string, string> = {
+    id: "'msg_seed' || printf('%018d', n)",
+    batch_id: "'bat_seed' || printf('%018d', n)",
+    to_email: "'rcpt' || n || '@sink.test'",
+    message_id_header: "n || '.seed@shop.bench'",
+    next_attempt_at: String(now - 1000),
+  };
+  const select = columns.map((c) => changed[c] ?? `t."${c}"`).join(', ');
+  for (let from = 1; from < depth; from += 100_000) {
+    const to = Math.min(depth - 1, from + 99_999);
+    await db.raw(
+      `WITH RECURSIVE seq(n) AS (SELECT ? UNION ALL SELECT n + 1 FROM seq WHERE n < ?) ` +
+        `INSERT INTO messages (${columns.map((c) => `"${c}"`).join(', ')}) SELECT ${select} FROM seq, messages t WHERE t.id = ?`,
+      [from, to, template.id],
+    );
   }
 }
 
