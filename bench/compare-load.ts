@@ -37,6 +37,10 @@ export interface LoadResult {
   firstError: string;
   seconds: number;
   latenciesMs: number[];
+  /** how late each message started against its due time (open loop): large means this generator fell behind */
+  lagsMs: number[];
+  /** i of every message answered 202/250 (its recipient is rcpt<i>@sink.test) */
+  acceptedIndexes: number[];
 }
 
 export const monotonicMs = (): number => Number(process.hrtime.bigint()) / 1e6;
@@ -81,7 +85,7 @@ function smtpSender(spec: LoadSpec): Send {
 
 async function runLoad(spec: LoadSpec): Promise<LoadResult> {
   const send = spec.kind === 'api' ? apiSender(spec) : smtpSender(spec);
-  const latenciesMs: number[] = [];
+  const [latenciesMs, lagsMs, acceptedIndexes]: number[][] = [[], [], []];
   let errors = 0;
   let firstError = '';
   let next = 0;
@@ -95,17 +99,20 @@ async function runLoad(spec: LoadSpec): Promise<LoadResult> {
       if (wait > 0) await new Promise((r) => setTimeout(r, wait));
       const start = monotonicMs();
       const ref = spec.rate > 0 ? Math.min(start, due) : start; // late: count from when it was due
+      if (spec.rate > 0) lagsMs.push(Math.max(0, start - due));
       try {
         await send(i, ref);
         latenciesMs.push(monotonicMs() - ref);
+        acceptedIndexes.push(i);
       } catch (err) {
         if (errors++ === 0) firstError = (err as Error).message;
+        await new Promise((r) => setTimeout(r, 10)); // a server that is down refuses at once: do not spin
       }
     }
   };
   const clients = spec.kind === 'smtp' && spec.rate === 0 ? spec.concurrency * 2 : spec.concurrency; // keep every pooled connection busy
   await Promise.all(Array.from({ length: clients }, client));
-  return { type: 'result', accepted: latenciesMs.length, errors, firstError, seconds: (monotonicMs() - t0) / 1000, latenciesMs };
+  return { type: 'result', accepted: latenciesMs.length, errors, firstError, seconds: (monotonicMs() - t0) / 1000, latenciesMs, lagsMs, acceptedIndexes };
 }
 
 if (require.main === module) {

@@ -25,6 +25,8 @@ export interface Pigeon {
   /** the submission port */
   smtpPort: number;
   close(): Promise<void>;
+  /** kill -9 of the appliance (and the DNS server closed) */
+  kill(): Promise<void>;
 }
 
 export interface PigeonOptions {
@@ -53,7 +55,11 @@ export async function startPigeon(opts: PigeonOptions): Promise<Pigeon> {
   const server = await startServer(config, opts.paused ? 'accept-only' : 'all');
   try {
     const sendKey = opts.sendKey ?? (await prepareAccount(server, dns));
-    return { server, sendKey, adminKey: server.key, smtpPort: server.smtpPort, close: async () => (await server.stop(), await dns.close()) };
+    const close = async (how: 'stop' | 'kill') => {
+      await server[how]();
+      await dns.close();
+    };
+    return { server, sendKey, adminKey: server.key, smtpPort: server.smtpPort, close: () => close('stop'), kill: () => close('kill') };
   } catch (err) {
     await server.stop();
     await dns.close();

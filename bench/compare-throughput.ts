@@ -196,12 +196,12 @@ export async function latency(o: CompareOptions): Promise<Row> {
     const pfLoad = await runLoad({ ...base, kind: 'smtp', port: postfix.port, concurrency: 10 });
     const pfText = describe(pfLoad.latenciesMs.sort((a, b) => a - b), await collectArrivals(sink, pfLoad.accepted));
     postfix.stop();
-    console.log(`  Postfix (SMTP in, 10 conns): ${pfText}`);
+    console.log(`  Postfix (SMTP in, 10 conns): ${pfText}; load generator start lag p99 ${ms(percentile(pfLoad.lagsMs.sort((a, b) => a - b), 0.99))}`);
     const pigeon = await startPigeon({ sinkPort: sink.port });
     const pgLoad = await runLoad({ ...base, kind: 'api', url: pigeon.server.url, key: pigeon.sendKey, concurrency: 50 });
     const pgText = describe(pgLoad.latenciesMs.sort((a, b) => a - b), await collectArrivals(sink, pgLoad.accepted));
     await pigeon.close();
-    console.log(`  Pigeon (API in, 50 conns): ${pgText}${pgLoad.errors ? `; ${pgLoad.errors} errors (${pgLoad.firstError})` : ''}`);
+    console.log(`  Pigeon (API in, 50 conns): ${pgText}; load generator start lag p99 ${ms(percentile(pgLoad.lagsMs.sort((a, b) => a - b), 0.99))}${pgLoad.errors ? `; ${pgLoad.errors} errors (${pgLoad.firstError})` : ''}`);
     return {
       target: `latency at ${o.rate} msg/s open loop (accept p99 ≤ 20 ms, arrival p99 ≤ 50 ms)`,
       postfix: pfText,

@@ -8,7 +8,7 @@
  * that only this benchmark needs: rows that need a missing one say so and are
  * skipped. See docs/benchmarks.md.
  *
- *   npm run bench compare [-- --only=e2e,webhook,api,smtp,latency,queue,statements]
+ *   npm run bench compare [-- --only=e2e,webhook,api,smtp,latency,queue,crash,statements]
  *     [--rounds=2] [--seconds=8] [--messages=4000] [--connections=20] [--size=5120]
  *     [--rate=150] [--latency-messages=1500] [--queued=1000,1000000] [--burst=100]
  */
@@ -16,6 +16,7 @@ import { missingTools, loadAverage } from './compare-tools';
 import { apiAccept, endToEnd, latency, smtpAccept, withWebhook } from './compare-throughput';
 import { queued } from './compare-queue';
 import { statements } from './compare-statements';
+import { crash } from './compare-crash';
 
 export interface CompareOptions {
   only: string[];
@@ -46,6 +47,7 @@ const SECTIONS: Record<string, { title: string; tools: string[]; run: (o: Compar
   smtp: { title: 'SMTP submission accept (nodemailer pool in its own process; smtp-source cannot AUTH)', tools: ['postfix', 'smtp-sink'], run: smtpAccept },
   latency: { title: 'latency at a fixed offered rate (open loop)', tools: ['postfix'], run: latency },
   queue: { title: 'a deep queue with the MTA paused', tools: ['wrk'], run: queued },
+  crash: { title: 'kill -9 mid-burst, then restart', tools: [], run: crash },
   statements: { title: 'SQL statements per message (in process, knex query events)', tools: [], run: statements },
 };
 
