@@ -10,9 +10,12 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 
+// postfix, smtp-source and smtp-sink live in /usr/sbin, which a non-root PATH may lack; the spawns below use this PATH.
+process.env.PATH = [...new Set([...(process.env.PATH ?? '').split(':'), '/usr/sbin', '/sbin'])].filter(Boolean).join(':');
+
 /** The tools that are missing from PATH (empty when all are there). */
 export function missingTools(names: string[]): string[] {
-  const dirs = (process.env.PATH ?? '').split(':').concat(['/usr/sbin', '/sbin']);
+  const dirs = (process.env.PATH ?? '').split(':');
   return names.filter((n) => !dirs.some((d) => fs.existsSync(path.join(d, n))));
 }
 
