@@ -37,7 +37,7 @@ export interface LoadResult {
   firstError: string;
   seconds: number;
   latenciesMs: number[];
-  /** how late each message started against its due time (open loop): large means this generator fell behind */
+  /** how late each message started against its due time (open loop): every connection was busy, or this process got no CPU */
   lagsMs: number[];
   /** i of every message answered 202/250 (its recipient is rcpt<i>@sink.test) */
   acceptedIndexes: number[];
