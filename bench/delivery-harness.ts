@@ -15,13 +15,24 @@ import { forkBenchServer } from './child';
 export interface Server {
   url: string;
   key: string;
+  smtpPort: number;
   stats(): Promise<{ maxRssKb: number; cpuMs: number }>;
   stop(): Promise<void>;
+  /** kill -9: no clean shutdown */
+  kill(): Promise<void>;
 }
 
 export async function startServer(config: Record<string, unknown>, mode: 'all' | 'accept-only' = 'all'): Promise<Server> {
   const bench = await forkBenchServer<DeliveryServerReady>('delivery-server.js', [JSON.stringify(config), mode], 'ignore');
-  return { url: bench.ready.url, key: bench.ready.key, stats: bench.stats, stop: bench.stop };
+  return {
+    url: bench.ready.url, key: bench.ready.key, smtpPort: bench.ready.smtpPort, stats: bench.stats, stop: bench.stop,
+    kill() {
+      return new Promise((resolve) => {
+        bench.child.once('exit', () => resolve());
+        bench.child.kill('SIGKILL');
+      });
+    },
+  };
 }
 
 /** The recipient side: dest.bench's MX is a sink on 127.0.0.1. */

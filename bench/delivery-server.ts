@@ -18,10 +18,13 @@ export interface DeliveryServerReady {
   type: 'ready';
   url: string;
   key: string;
+  /** the SMTP submission port */
+  smtpPort: number;
 }
 
 async function main(): Promise<void> {
   const overrides = JSON.parse(process.argv[2] ?? '{}') as Record<string, unknown>;
+  const smtp = (overrides.smtp ?? {}) as { submission?: Record<string, unknown> };
   const ownDir = typeof overrides.dataDir !== 'string';
   const dataDir = ownDir ? fs.mkdtempSync(path.join(os.tmpdir(), 'pigeon-bench-delivery-')) : (overrides.dataDir as string);
   const app = await createApp({
@@ -29,7 +32,7 @@ async function main(): Promise<void> {
     dataDir,
     log: { level: 'warn' },
     http: { port: 0 },
-    smtp: { submission: { port: 0 }, inbound: { port: 0 } },
+    smtp: { submission: { ...smtp.submission, port: 0 }, inbound: { port: 0 } },
     metrics: { port: 0 },
     rateLimit: { requestsPerSecond: 1e6, burst: 1e6 },
   });
@@ -48,7 +51,7 @@ async function main(): Promise<void> {
   // A live key with every scope, as `pigeon keys create --mode live --scopes all` makes (a sandbox key cannot).
   const account = await app.db('accounts').where({ name: 'default' }).first('id');
   const { secret } = await createKey(app.db, { accountId: account.id, name: 'bench admin', mode: 'live', scopes: [...SCOPES] }, Date.now());
-  process.send?.({ type: 'ready', url: app.http.url, key: secret } satisfies DeliveryServerReady);
+  process.send?.({ type: 'ready', url: app.http.url, key: secret, smtpPort: app.listeners['smtp-submission'].port } satisfies DeliveryServerReady);
 }
 
 main().catch((err) => {

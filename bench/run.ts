@@ -12,6 +12,8 @@
  *   node dist/bench/run.js analytics [--messages=1000000] [--days=365] [--suppressions=1000000] [--runs=15] [--rebuild] [--data=DIR]
  *   node --expose-gc dist/bench/run.js suppression-upload [--rows=1000000]
  *   node dist/bench/run.js suppression-upload-contention [--rows=1000000] [--baseline-seconds=5]
+ *   node dist/bench/run.js compare [--only=e2e,webhook,api,smtp,latency,queue,statements] [--rounds=2] [--seconds=8] ...
+ *                                  (Postfix side by side; see docs/benchmarks.md)
  */
 type Mode = (args: string[]) => Promise<void>;
 
@@ -25,6 +27,7 @@ const MODES: Record<string, () => Mode> = {
   analytics: () => (require('./analytics') as typeof import('./analytics')).run,
   'suppression-upload': () => (require('./suppressions') as typeof import('./suppressions')).run,
   'suppression-upload-contention': () => (require('./upload-contention') as typeof import('./upload-contention')).run,
+  compare: () => (require('./compare') as typeof import('./compare')).run,
 };
 
 async function main(): Promise<void> {

@@ -1,0 +1,214 @@
+/**
+ * The throughput rows of `npm run bench compare`: end to end against Postfix
+ * (alternating runs on one smtp-sink), end to end with a webhook subscribed to
+ * every event, API accept with the MTA paused, SMTP submission accept, and
+ * latency at a fixed offered rate. Load comes from C tools (wrk, smtp-source)
+ * or from compare-load.ts in its own process; the appliance runs in its own.
+ */
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { percentile } from './delivery-harness';
+import { FROM, runLoad, startLatencySink, startPigeon, subscribeWebhook } from './compare-pigeon';
+import { cpuMeter, sleep, smtpSource, startCountingSink, startPostfix, wrk, writeSendScript, type CountingSink } from './compare-tools';
+import type { CompareOptions, Row } from './compare';
+
+export const median = (xs: number[]): number => percentile([...xs].sort((a, b) => a - b), 0.5);
+const r0 = (x: number) => Math.round(x).toString();
+const ms = (x: number) => `${x.toFixed(1)} ms`;
+
+interface Run {
+  msgPerSecond: number;
+  line: string;
+}
+
+async function postfixRun(sink: CountingSink, o: CompareOptions): Promise<Run> {
+  const postfix = await startPostfix(sink.port);
+  try {
+    const [base, cpu, t0] = [sink.count(), cpuMeter(), performance.now()];
+    const acceptSeconds = await smtpSource(postfix.port, o.connections, o.postfixMessages, o.size);
+    const got = (await sink.waitFor(base + o.postfixMessages, 30_000)) - base;
+    const seconds = (performance.now() - t0) / 1000;
+    const line = `Postfix: ${o.postfixMessages} sent (smtp-source, ${o.connections} sessions), accept ${r0(o.postfixMessages / acceptSeconds)} msg/s, delivered ${got} in ${seconds.toFixed(1)} s = ${r0(got / seconds)} msg/s, cpu busy ${r0(cpu())} %`;
+    return { msgPerSecond: got / seconds, line };
+  } finally {
+    postfix.stop();
+  }
+}
+
+/**
+ * wrk drives the API for o.seconds; delivery is timed from the first request to the last arrival at the sink.
+ * With a webhook, `settle` runs before the appliance stops (its dispatcher may still be sending).
+ */
+async function pigeonRun(sink: CountingSink, o: CompareOptions, webhook?: { url: string; settle(): Promise<void> }): Promise<Run & { delivered: number }> {
+  const pigeon = await startPigeon({ sinkPort: sink.port });
+  try {
+    if (webhook) await subscribeWebhook(pigeon, webhook.url);
+    const script = writeSendScript(fs.mkdtempSync(path.join(os.tmpdir(), 'pigeon-bench-wrk-')), FROM, o.size);
+    const [base, cpu, t0] = [sink.count(), cpuMeter(), performance.now()];
+    const w = await wrk(pigeon.server.url, script, o.connections, o.seconds, { KEY: pigeon.sendKey });
+    const accepted = w.requests - w.non2xx;
+    const got = (await sink.waitFor(base + accepted, 30_000)) - base;
+    const seconds = (performance.now() - t0) / 1000;
+    const line = `Pigeon:  ${accepted} accepted (wrk, ${o.connections} connections, ${o.seconds} s; ${w.non2xx} refused), accept ${r0(accepted / w.seconds)} req/s p50 ${ms(w.p50Ms)} p99 ${ms(w.p99Ms)}, delivered ${got} in ${seconds.toFixed(1)} s = ${r0(got / seconds)} msg/s, cpu busy ${r0(cpu())} %`;
+    fs.rmSync(path.dirname(script), { recursive: true, force: true });
+    await webhook?.settle();
+    return { msgPerSecond: got / seconds, line, delivered: got };
+  } finally {
+    await pigeon.close();
+  }
+}
+
+export async function endToEnd(o: CompareOptions): Promise<Row> {
+  const sink = await startCountingSink();
+  const [postfix, pigeon]: [number[], number[]] = [[], []];
+  try {
+    for (let round = 1; round <= o.rounds; round++) {
+      const pf = await postfixRun(sink, o);
+      console.log(`  round ${round} ${pf.line}`);
+      postfix.push(pf.msgPerSecond);
+      const pg = await pigeonRun(sink, o);
+      console.log(`  round ${round} ${pg.line}`);
+      pigeon.push(pg.msgPerSecond);
+    }
+  } finally {
+    await sink.stop();
+  }
+  const [a, b] = [median(postfix), median(pigeon)];
+  console.log(`  medians: Postfix ${r0(a)} msg/s, Pigeon ${r0(b)} msg/s, Pigeon/Postfix ${(b / a).toFixed(2)}`);
+  return {
+    target: 'end to end msg/s (≥ 800 and ≥ Postfix)',
+    postfix: `${r0(a)} (median of ${o.rounds})`,
+    pigeon: `${r0(b)} (median of ${o.rounds}; ratio ${(b / a).toFixed(2)})`,
+    command: `npm run bench compare -- --only=e2e --rounds=${o.rounds} --seconds=${o.seconds} --messages=${o.postfixMessages}`,
+  };
+}
+
+/** A loopback webhook receiver that answers 200 at once and counts. */
+function startReceiver(): Promise<{ url: string; count(): number; close(): void }> {
+  let received = 0;
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => (received++, res.end('ok')));
+  });
+  return new Promise((resolve) => {
+    server.listen(0, '127.0.0.1', () => {
+      const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/hook`;
+      resolve({ url, count: () => received, close: () => server.close() });
+    });
+  });
+}
+
+export async function withWebhook(o: CompareOptions): Promise<Row> {
+  const [sink, receiver] = [await startCountingSink(), await startReceiver()];
+  try {
+    const t0 = performance.now();
+    let [atMailDone, last, lastMove] = [0, 0, 0];
+    // until the deliveries stop: 3 per message (queued, sent, delivered), or none for 10 s
+    const settle = async () => {
+      [atMailDone, last, lastMove] = [receiver.count(), receiver.count(), performance.now()];
+      while (performance.now() - lastMove < 10_000 && last < 3 * sink.count()) {
+        await sleep(100);
+        if (receiver.count() !== last) [last, lastMove] = [receiver.count(), performance.now()];
+      }
+    };
+    const run = await pigeonRun(sink, o, { url: receiver.url, settle });
+    const hookSeconds = (lastMove - t0) / 1000;
+    console.log(`  ${run.line}`);
+    console.log(`  webhook: ${last} deliveries (${(last / Math.max(1, run.delivered)).toFixed(2)} per delivered message) in ${hookSeconds.toFixed(1)} s = ${r0(last / hookSeconds)} deliveries/s; ${r0((100 * atMailDone) / Math.max(1, last))} % of them done when the last mail arrived`);
+    return {
+      target: 'end to end, 1 webhook on every event (≥ 500 msg/s)',
+      postfix: 'n/a',
+      pigeon: `${r0(run.msgPerSecond)} msg/s, ${r0(last / hookSeconds)} webhook deliveries/s`,
+      command: `npm run bench compare -- --only=webhook --seconds=${o.seconds}`,
+    };
+  } finally {
+    await sink.stop();
+    receiver.close();
+  }
+}
+
+export async function apiAccept(o: CompareOptions): Promise<Row> {
+  const sink = await startCountingSink();
+  const pigeon = await startPigeon({ sinkPort: sink.port, paused: true });
+  try {
+    const script = writeSendScript(fs.mkdtempSync(path.join(os.tmpdir(), 'pigeon-bench-wrk-')), FROM, o.size);
+    const cpu = cpuMeter();
+    const w = await wrk(pigeon.server.url, script, 50, o.seconds, { KEY: pigeon.sendKey });
+    const rate = (w.requests - w.non2xx) / w.seconds;
+    console.log(`  Pigeon (MTA paused): ${w.requests - w.non2xx} accepted, ${w.non2xx} refused, ${r0(rate)} req/s, p50 ${ms(w.p50Ms)} p99 ${ms(w.p99Ms)}, cpu busy ${r0(cpu())} %`);
+    fs.rmSync(path.dirname(script), { recursive: true, force: true });
+    return {
+      target: 'API accept, MTA paused, wrk 50 conns (≥ 3000/s, p99 < 50 ms)',
+      postfix: 'n/a (no HTTP API)',
+      pigeon: `${r0(rate)} req/s, p99 ${ms(w.p99Ms)}`,
+      command: `npm run bench compare -- --only=api --seconds=${o.seconds}`,
+    };
+  } finally {
+    await pigeon.close();
+    await sink.stop();
+  }
+}
+
+/** Closed loop over 20 pooled connections (nodemailer, raw 5 KB messages, in its own process); both MTAs paused. */
+export async function smtpAccept(o: CompareOptions): Promise<Row> {
+  const sink = await startCountingSink();
+  const base = { kind: 'smtp' as const, from: FROM, size: o.size, concurrency: o.connections, rate: 0, count: 0, seconds: o.seconds };
+  const describe = (r: Awaited<ReturnType<typeof runLoad>>) => {
+    const sorted = [...r.latenciesMs].sort((a, b) => a - b);
+    return { rate: r.accepted / r.seconds, text: `${r0(r.accepted / r.seconds)} msg/s, p99 ${ms(percentile(sorted, 0.99))}${r.errors ? `, ${r.errors} errors (${r.firstError})` : ''}` };
+  };
+  try {
+    const postfix = await startPostfix(sink.port, true);
+    const pf = describe(await runLoad({ ...base, port: postfix.port }).finally(() => postfix.stop()));
+    console.log(`  Postfix (delivery deferred): ${pf.text}`);
+    const pigeon = await startPigeon({ sinkPort: sink.port, paused: true });
+    const pg = describe(await runLoad({ ...base, port: pigeon.smtpPort, key: pigeon.sendKey }).finally(() => pigeon.close()));
+    console.log(`  Pigeon (MTA paused, AUTH PLAIN): ${pg.text}`);
+    return { target: `SMTP submission accept, ${o.connections} conns (≥ 1000 msg/s)`, postfix: pf.text, pigeon: pg.text, command: `npm run bench compare -- --only=smtp --seconds=${o.seconds}` };
+  } finally {
+    await sink.stop();
+  }
+}
+
+/** Everything that arrived at the latency sink until `expected` did or nothing came for 5 s. */
+async function collectArrivals(sink: Awaited<ReturnType<typeof startLatencySink>>, expected: number): Promise<number[]> {
+  const all: number[] = [];
+  let lastMove = performance.now();
+  while (all.length < expected && performance.now() - lastMove < 5000) {
+    await sleep(200);
+    const { latenciesMs } = await sink.report();
+    if (!latenciesMs.length) continue;
+    all.push(...latenciesMs);
+    lastMove = performance.now();
+  }
+  return all.sort((a, b) => a - b);
+}
+
+export async function latency(o: CompareOptions): Promise<Row> {
+  const sink = await startLatencySink();
+  const base = { from: FROM, size: o.size, rate: o.rate, count: o.latencyMessages, seconds: 0 };
+  const describe = (accept: number[], arrival: number[]) =>
+    `accept p50 ${ms(percentile(accept, 0.5))} p99 ${ms(percentile(accept, 0.99))}; arrival p50 ${ms(percentile(arrival, 0.5))} p99 ${ms(percentile(arrival, 0.99))} (${arrival.length} arrived)`;
+  try {
+    const postfix = await startPostfix(sink.port);
+    const pfLoad = await runLoad({ ...base, kind: 'smtp', port: postfix.port, concurrency: 10 });
+    const pfText = describe(pfLoad.latenciesMs.sort((a, b) => a - b), await collectArrivals(sink, pfLoad.accepted));
+    postfix.stop();
+    console.log(`  Postfix (SMTP in, 10 conns): ${pfText}; load generator start lag p99 ${ms(percentile(pfLoad.lagsMs.sort((a, b) => a - b), 0.99))}`);
+    const pigeon = await startPigeon({ sinkPort: sink.port });
+    const pgLoad = await runLoad({ ...base, kind: 'api', url: pigeon.server.url, key: pigeon.sendKey, concurrency: 50 });
+    const pgText = describe(pgLoad.latenciesMs.sort((a, b) => a - b), await collectArrivals(sink, pgLoad.accepted));
+    await pigeon.close();
+    console.log(`  Pigeon (API in, 50 conns): ${pgText}; load generator start lag p99 ${ms(percentile(pgLoad.lagsMs.sort((a, b) => a - b), 0.99))}${pgLoad.errors ? `; ${pgLoad.errors} errors (${pgLoad.firstError})` : ''}`);
+    return {
+      target: `latency at ${o.rate} msg/s open loop (accept p99 ≤ 20 ms, arrival p99 ≤ 50 ms)`,
+      postfix: pfText,
+      pigeon: pgText,
+      command: `npm run bench compare -- --only=latency --rate=${o.rate} --latency-messages=${o.latencyMessages}`,
+    };
+  } finally {
+    sink.stop();
+  }
+}
