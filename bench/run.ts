@@ -11,6 +11,7 @@
  *   node dist/bench/run.js analytics [--messages=1000000] [--days=365] [--suppressions=1000000] [--runs=15] [--rebuild] [--data=DIR]
  *   node --expose-gc dist/bench/run.js suppression-upload [--rows=1000000]
  *   node dist/bench/run.js suppression-upload-contention [--rows=1000000] [--baseline-seconds=5]
+ *   node dist/bench/run.js webhooks [--events=2000] [--concurrency=1,10] [--parts=sink,dispatch,claim,hanging]
  */
 type Mode = (args: string[]) => Promise<void>;
 
@@ -23,6 +24,7 @@ const MODES: Record<string, () => Mode> = {
   analytics: () => (require('./analytics') as typeof import('./analytics')).run,
   'suppression-upload': () => (require('./suppressions') as typeof import('./suppressions')).run,
   'suppression-upload-contention': () => (require('./upload-contention') as typeof import('./upload-contention')).run,
+  webhooks: () => (require('./webhooks') as typeof import('./webhooks')).run,
 };
 
 async function main(): Promise<void> {
