@@ -11,7 +11,7 @@ import { performance } from 'node:perf_hooks';
 import { iso } from '../src/clock';
 import { newId } from '../src/ids';
 import { messageEventData, recordEvent } from '../src/events/record';
-import { dueCandidates } from '../src/webhooks/deliveries';
+import { dueCandidates } from '../src/webhooks/claims';
 import { liveApi, startTestApp, TestApp } from '../test/support/app';
 import { startWebhookReceiver } from '../test/support/webhook-receiver';
 
