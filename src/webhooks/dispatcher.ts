@@ -107,7 +107,7 @@ export class WebhookDispatcher implements Worker {
   /** Sends everything due now (retries that become due meanwhile are not due now) and waits for it. */
   async runOnce(): Promise<void> {
     this.mayBeDue = true; // a test's clock moves without our timers
-    for (;;) {
+    while (!this.stopped) {
       const claimed = await this.serialize(() => this.fill());
       if (!claimed && !this.unfinished.size && !this.ready.size) return;
       await Promise.allSettled([...this.unfinished]);
