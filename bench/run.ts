@@ -14,6 +14,7 @@
  *   node dist/bench/run.js suppression-upload-contention [--rows=1000000] [--baseline-seconds=5]
  *   node dist/bench/run.js compare [--only=e2e,webhook,api,smtp,latency,queue,statements] [--rounds=2] [--seconds=8] ...
  *                                  (Postfix side by side; see docs/benchmarks.md)
+ *   node dist/bench/run.js webhooks [--events=2000] [--concurrency=1,10] [--parts=sink,dispatch,claim,hanging]
  */
 type Mode = (args: string[]) => Promise<void>;
 
@@ -28,6 +29,7 @@ const MODES: Record<string, () => Mode> = {
   'suppression-upload': () => (require('./suppressions') as typeof import('./suppressions')).run,
   'suppression-upload-contention': () => (require('./upload-contention') as typeof import('./upload-contention')).run,
   compare: () => (require('./compare') as typeof import('./compare')).run,
+  webhooks: () => (require('./webhooks') as typeof import('./webhooks')).run,
 };
 
 async function main(): Promise<void> {

@@ -3,19 +3,25 @@
  * transaction, how fast the dispatcher empties a backlog to a loopback
  * receiver, what a claim pass costs with a dead endpoint's backlog, and how a
  * healthy endpoint fares next to a hanging one.
- *   npx tsc -p tsconfig.json && node dist/bench/webhooks.js
+ *   npm run bench webhooks [--events=2000] [--concurrency=1,10] [--parts=sink,dispatch,claim,hanging]
+ * The dispatch figure also counts the SQL statements run while the backlog
+ * drained (knex query event), minus those of the recording transactions.
  */
 import { performance } from 'node:perf_hooks';
 import { iso } from '../src/clock';
 import { newId } from '../src/ids';
 import { messageEventData, recordEvent } from '../src/events/record';
-import { dueCandidates } from '../src/webhooks/deliveries';
+import { dueCandidates } from '../src/webhooks/claims';
 import { liveApi, startTestApp, TestApp } from '../test/support/app';
 import { startWebhookReceiver } from '../test/support/webhook-receiver';
+
+/** Statements of transactions that record events: the event path's, not the dispatcher's. */
+const RECORDING = 'select 1 as bench_recording';
 
 async function record(app: TestApp, accountId: string, count: number, perTx = 100): Promise<void> {
   for (let done = 0; done < count; done += perTx) {
     await app.db.transaction(async (trx) => {
+      await trx.raw(RECORDING);
       for (let i = 0; i < Math.min(perTx, count - done); i++) {
         const at = app.deps.clock.now();
         const m = { id: newId('msg'), mode: 'live' as const, toEmail: `u${i}@example.org`, fromEmail: 'app@shop.example', tags: ['bench'], metadata: {} };
@@ -47,18 +53,43 @@ async function sinkCost(webhooks: number): Promise<number> {
   });
 }
 
-async function drainRate(n: number, concurrency: number): Promise<{ perSecond: number; p50: number; p99: number }> {
+interface Drain { perSecond: number; p50: number; p99: number; statementsPerDelivery: number; connections: number }
+
+/** Counts statements outside the recording transactions while fn runs. */
+async function countingStatements(app: TestApp, fn: () => Promise<void>): Promise<number> {
+  const log: Array<{ sql: string; __knexTxId?: string }> = [];
+  const listener = (q: { sql: string; __knexTxId?: string }) => log.push(q);
+  app.db.on('query', listener);
+  try {
+    await fn();
+  } finally {
+    app.db.off('query', listener);
+  }
+  const recording = new Set(log.filter((q) => q.sql === RECORDING).map((q) => q.__knexTxId));
+  return log.filter((q) => !q.__knexTxId || !recording.has(q.__knexTxId)).length;
+}
+
+async function allRecorded(app: TestApp, n: number): Promise<void> {
+  const deadline = Date.now() + 120_000;
+  while (app.logs.filter((l) => l.includes('"webhook delivered"')).length < n && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+}
+
+async function drainRate(n: number, concurrency: number): Promise<Drain> {
   const receiver = await startWebhookReceiver();
   try {
-    return await withApp({ webhooks: { concurrency, perWebhookConcurrency: concurrency } }, async (app, accountId) => {
+    // info level: the 'webhook delivered' lines tell when every result is on disk without a query.
+    return await withApp({ log: { level: 'info' }, webhooks: { concurrency, perWebhookConcurrency: concurrency } }, async (app, accountId) => {
       // A live key's webhook: it receives the live events recorded above (a sandbox key's would get none).
       await (await liveApi(app, ['webhooks:manage'])).post('/v1/webhooks', { url: receiver.url, events: ['*'] });
       const t = performance.now();
-      await record(app, accountId, n);
-      await receiver.waitFor(n, 120_000);
+      const statements = await countingStatements(app, async () => {
+        await record(app, accountId, n);
+        await receiver.waitFor(n, 120_000);
+        await allRecorded(app, n);
+      });
       const perSecond = n / ((performance.now() - t) / 1000);
       const lat = (await app.db('webhook_attempts').pluck('latency_ms')).map(Number).sort((a, b) => a - b);
-      return { perSecond, p50: lat[Math.floor(lat.length * 0.5)], p99: lat[Math.floor(lat.length * 0.99)] };
+      return { perSecond, p50: lat[Math.floor(lat.length * 0.5)], p99: lat[Math.floor(lat.length * 0.99)], statementsPerDelivery: statements / n, connections: receiver.connections() };
     });
   } finally {
     await receiver.close();
@@ -95,20 +126,22 @@ async function healthyNextToHanging(n: number): Promise<number> {
   }
 }
 
-async function main(): Promise<void> {
-  const f = (x: number) => x.toFixed(0);
-  console.log(`event sink: ${f(await sinkCost(0))} events/s recorded with 0 webhooks, ${f(await sinkCost(3))} with 3 (100 events per transaction)`);
-  for (const c of [1, 10]) {
-    const r = await drainRate(2000, c);
-    console.log(`dispatch, 2000 events to one loopback HTTP receiver, concurrency ${c}: ${f(r.perSecond)} deliveries/s (record + send), latency p50 ${r.p50} ms p99 ${r.p99} ms`);
-  }
-  for (const backlog of [1000, 20000]) {
-    console.log(`claim pass with a dead endpoint's backlog of ${backlog} due rows + 20 idle webhooks: ${(await claimPassWithDeadBacklog(backlog)).toFixed(2)} ms`);
-  }
-  console.log(`healthy endpoint next to a hanging one (60 s timeout), 2000 events: ${f(await healthyNextToHanging(2000))} deliveries/s to the healthy one`);
+function option(args: string[], name: string, fallback: string): string {
+  return args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback;
 }
 
-main().catch((err) => {
-  console.error(err);
-  process.exit(1);
-});
+export async function run(args: string[]): Promise<void> {
+  const f = (x: number) => x.toFixed(0);
+  const n = Number(option(args, 'events', '2000'));
+  const parts = option(args, 'parts', 'sink,dispatch,claim,hanging').split(',');
+  if (parts.includes('sink')) console.log(`event sink: ${f(await sinkCost(0))} events/s recorded with 0 webhooks, ${f(await sinkCost(3))} with 3 (100 events per transaction)`);
+  for (const c of parts.includes('dispatch') ? option(args, 'concurrency', '1,10').split(',').map(Number) : []) {
+    const r = await drainRate(n, c);
+    console.log(`dispatch, ${n} events to one loopback HTTP receiver, concurrency ${c}: ${f(r.perSecond)} deliveries/s (record + send + results on disk), `
+      + `${r.statementsPerDelivery.toFixed(2)} SQL statements per delivery, ${r.connections} TCP connections, latency p50 ${r.p50} ms p99 ${r.p99} ms`);
+  }
+  for (const backlog of parts.includes('claim') ? [1000, 20000] : []) {
+    console.log(`claim pass with a dead endpoint's backlog of ${backlog} due rows + 20 idle webhooks: ${(await claimPassWithDeadBacklog(backlog)).toFixed(2)} ms`);
+  }
+  if (parts.includes('hanging')) console.log(`healthy endpoint next to a hanging one (60 s timeout), ${n} events: ${f(await healthyNextToHanging(n))} deliveries/s to the healthy one`);
+}

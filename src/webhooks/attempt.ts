@@ -10,6 +10,7 @@ import type { Config } from '../config';
 import type { Mode } from '../auth/scopes';
 import { fromJson } from '../db';
 import { envelope } from '../events/record';
+import type { EndpointAgents } from './agents';
 import { postWebhook, SendOutcome } from './sender';
 import { SIGNATURE_HEADER, signatureHeader } from './signature';
 import { checkTarget } from './ssrf';
@@ -65,19 +66,25 @@ export function requestHeaders(input: Pick<AttemptInput, 'secrets' | 'eventId' |
   };
 }
 
-export async function attemptDelivery(config: AttemptConfig, input: AttemptInput): Promise<SendOutcome> {
+/**
+ * With `agents` the connection is kept alive for later attempts to the same
+ * checked address; the guard still runs first, every time, so a name that now
+ * resolves elsewhere gets a new connection, or none if the address is refused.
+ */
+export async function attemptDelivery(config: AttemptConfig, input: AttemptInput, agents?: EndpointAgents): Promise<SendOutcome> {
   const target = await checkTarget(input.url, config);
   if (!target.ok) {
     return { success: false, statusCode: null, latencyMs: 0, responseBody: null, error: target.message, aborted: false };
   }
-  return postWebhook({
-    target,
-    headers: requestHeaders(input),
-    body: input.body,
-    timeoutMs: config.webhooks.timeoutMs,
-    ca: trustedCas(config.webhooks.tlsCaFile),
-    signal: input.signal,
-  });
+  const { tlsCaFile, timeoutMs } = config.webhooks;
+  const lease = agents?.acquire(target, tlsCaFile);
+  try {
+    return await postWebhook({
+      target, headers: requestHeaders(input), body: input.body, timeoutMs, ca: trustedCas(tlsCaFile), signal: input.signal, agent: lease?.agent,
+    });
+  } finally {
+    lease?.release();
+  }
 }
 
 /**

@@ -1,85 +1,94 @@
 /**
  * The webhook dispatcher: the last stage of the event fan-out. It claims due
- * delivery rows with a lease, sends each (attempt.ts) and records the outcome
- * (deliveries.ts), which also schedules the retry. It is woken by the
- * `webhooksChanged` signal, by the commit of new delivery rows (sink.ts) and
- * by a timer set for the next row that becomes due (at most `pollIntervalMs`
- * away), never by busy polling.
+ * delivery rows a batch at a time (claims.ts) into an in-memory queue
+ * (ready.ts), sends them as slots free up over kept-alive connections
+ * (agents.ts) and writes the results in batches (recorder.ts, results.ts),
+ * which also schedules the retries.
+ *
+ * It asks the database only when something can be due: after a signal (the
+ * commit of new delivery rows, `webhooksChanged`), when the earliest retry it
+ * knows of comes due, when a webhook whose share of the last claim was full
+ * has room again, and at the poll interval (rows written by another
+ * process). Otherwise a pass costs no statement at all.
  *
  * Fairness: at most `concurrency` requests in flight overall and
- * `perWebhookConcurrency` per webhook, and the claim query takes a few rows of
- * every webhook, so a dead or slow endpoint holds its own slots only. Mail
- * delivery never waits on any of this: it only inserts rows.
+ * `perWebhookConcurrency` per webhook; a claim takes a bounded share of every
+ * webhook, so a dead or slow endpoint holds its own slots only. Mail delivery
+ * never waits on any of this: it only inserts rows.
  */
-import os from 'node:os';
-import crypto from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 import type { AppDeps } from '../deps';
 import type { Worker } from '../modules';
+import { EndpointAgents } from './agents';
 import { attemptDelivery, checkCaFile } from './attempt';
-import { claim, dueCandidates, leaseOwners, nextDueAt, releaseLease, releaseLeasesOf } from './deliveries';
-import { AttemptRecorder } from './recorder';
+import { claimDue, nextDueAfter, releaseLeases } from './claims';
+import { Job, loadJobs, loadWebhooks } from './jobs';
 import { createWebhookMetrics, WebhookMetrics } from './metrics';
-import { Job, loadJobs } from './jobs';
+import { newOwner, releaseDeadLeases } from './owners';
+import { ReadyQueue } from './ready';
+import { AttemptRecorder } from './recorder';
 import { onDeliveriesCommitted } from './sink';
 import { secretsKey, signingSecrets } from './store';
 
 type DispatcherDeps = Pick<AppDeps, 'config' | 'db' | 'clock' | 'log' | 'metrics' | 'signals'>;
 
-interface InFlight {
-  webhookId: string;
-  controller: AbortController;
-  done: Promise<void>;
-}
-
-/** host/pid/nonce: a later start on this host can tell a dead owner's leases (see releaseDeadLeases). */
-function newOwner(): string {
-  return `${os.hostname()}/${process.pid}/${crypto.randomBytes(4).toString('hex')}`;
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
+/** A claim takes up to this many rounds of perWebhookConcurrency per webhook: fewer claims, longer leases. */
+export const CLAIM_ROUNDS = 8;
+/** A queued delivery's webhook is re-read when older than this, so changes reach it. */
+const WEBHOOK_FRESH_MS = 1_000;
 
 export class WebhookDispatcher implements Worker {
   readonly name = 'webhooks';
   private readonly owner = newOwner();
-  private readonly inFlight = new Map<string, InFlight>();
+  private readonly ready = new ReadyQueue();
+  /** HTTP requests in flight, by delivery id */
+  private readonly sending = new Map<string, { webhookId: string; controller: AbortController }>();
   private readonly perWebhook = new Map<string, number>();
+  /** every started delivery until its result is on disk */
+  private readonly unfinished = new Set<Promise<void>>();
+  /** deliveries aborted by stop(): not attempts, their leases are given back */
+  private readonly aborted: string[] = [];
   private readonly metrics: WebhookMetrics;
-  private readonly leaseMs: number;
   private readonly recorder: AttemptRecorder;
-  /** claims run one at a time, so the in-memory counts match what was claimed */
+  private readonly agents: EndpointAgents;
+  private readonly leaseMs: number;
+  /** new rows may be due now (a signal, the poll, the start) */
+  private mayBeDue = true;
+  /** webhooks whose share of the last claim was full: more of theirs may be due */
+  private readonly moreDue = new Set<string>();
+  /** the earliest future due time known; valid while nextDueKnown */
+  private nextDue: number | null = null;
+  private nextDueKnown = false;
   private chain: Promise<unknown> = Promise.resolve();
   private timer: NodeJS.Timeout | undefined;
   private unsubscribe: (() => void) | undefined;
   private running = false;
-  /** set by stop(): no claims after it, even from runOnce */
   private stopped = false;
   private passQueued = false;
 
   constructor(private readonly deps: DispatcherDeps) {
+    const { concurrency, perWebhookConcurrency, timeoutMs, tlsCaFile } = deps.config.webhooks;
     this.metrics = createWebhookMetrics(deps);
-    this.recorder = new AttemptRecorder(deps.db);
-    // Longer than the longest attempt (two lookups + the request), so a live attempt never loses its row.
-    this.leaseMs = deps.config.webhooks.timeoutMs + 4 * deps.config.dns.timeoutMs + 30_000;
-    checkCaFile(deps.config.webhooks.tlsCaFile); // a bad file stops the start, not every attempt
+    this.recorder = new AttemptRecorder(deps.db, deps.clock);
+    this.agents = new EndpointAgents({ maxSockets: concurrency, maxFreeSockets: perWebhookConcurrency, maxAgents: Math.max(64, concurrency * 2) });
+    // Longer than the longest attempt (two lookups + the request), for every round the row may wait in the queue.
+    this.leaseMs = (timeoutMs + 4 * deps.config.dns.timeoutMs + 30_000) * (CLAIM_ROUNDS + 1);
+    checkCaFile(tlsCaFile); // a bad file stops the start, not every attempt
   }
 
   start(): void {
     this.running = true;
-    const offSignal = this.deps.signals.on('webhooksChanged', () => this.wake());
-    const offCommit = onDeliveriesCommitted(() => this.wake());
+    const offSignal = this.deps.signals.on('webhooksChanged', () => this.wake(true));
+    const offCommit = onDeliveriesCommitted(() => this.wake(true));
     this.unsubscribe = () => {
       offSignal();
       offCommit();
     };
-    this.serialize(() => this.releaseDeadLeases());
-    this.wake();
+    void this.serialize(async () => {
+      const released = await releaseDeadLeases(this.deps.db, this.owner);
+      if (released) this.deps.log.info({ released }, 'released webhook deliveries held by a stopped process');
+    }).catch((err: unknown) => this.deps.log.error({ err }, 'releasing dead webhook leases failed'));
+    this.wake(true);
   }
 
   async stop(): Promise<void> {
@@ -89,28 +98,32 @@ export class WebhookDispatcher implements Worker {
     clearTimeout(this.timer);
     await this.chain; // a pass in progress launches nothing more
     // Aborted requests are not attempts: their leases are released and the next start sends them.
-    for (const f of this.inFlight.values()) f.controller.abort();
-    await Promise.allSettled([...this.inFlight.values()].map((f) => f.done));
+    for (const s of this.sending.values()) s.controller.abort();
+    await Promise.allSettled([...this.unfinished]);
+    await releaseLeases(this.deps.db, [...this.ready.clear(), ...this.aborted.splice(0)], this.owner);
+    this.agents.destroy();
   }
 
   /** Sends everything due now (retries that become due meanwhile are not due now) and waits for it. */
   async runOnce(): Promise<void> {
-    for (;;) {
+    this.mayBeDue = true; // a test's clock moves without our timers
+    while (!this.stopped) {
       const claimed = await this.serialize(() => this.fill());
-      if (!claimed && !this.inFlight.size) return;
-      await Promise.allSettled([...this.inFlight.values()].map((f) => f.done));
+      if (!claimed && !this.unfinished.size && !this.ready.size) return;
+      await Promise.allSettled([...this.unfinished]);
     }
   }
 
-  /** Asks for a pass; wake-ups that arrive while one is queued share it (one claim commit for many rows). */
-  private wake(): void {
+  /** Asks for a pass; wake-ups that arrive while one is queued share it. */
+  private wake(newRows = false): void {
+    if (newRows) this.mayBeDue = true;
     if (!this.running || this.passQueued) return;
     this.passQueued = true;
     void this.serialize(async () => {
       this.passQueued = false;
       await this.fill();
-      // With every slot busy a finishing attempt wakes us; only a pass that left slots free needs the timer.
-      if (this.inFlight.size < this.deps.config.webhooks.concurrency) await this.armTimer();
+      await this.learnNextDue();
+      this.armTimer();
     }).catch((err: unknown) => this.deps.log.error({ err }, 'webhook dispatcher pass failed'));
   }
 
@@ -120,76 +133,118 @@ export class WebhookDispatcher implements Worker {
     return next;
   }
 
-  /** Claims as many due rows as there are free slots (one commit per round); returns how many it started. */
+  /** Starts queued work in the free slots and claims more while something can be due; returns how many it claimed. */
   private async fill(): Promise<number> {
-    const { config, db, clock } = this.deps;
-    const { concurrency, perWebhookConcurrency } = config.webhooks;
-    let started = 0;
+    let claimed = 0;
     for (;;) {
-      const free = concurrency - this.inFlight.size;
-      if (free <= 0 || this.stopped) return started;
-      const now = clock.now();
-      const full = [...this.perWebhook].filter(([, n]) => n >= perWebhookConcurrency).map(([id]) => id);
-      const candidates = await dueCandidates(db, { now, perWebhook: perWebhookConcurrency, limit: free * 2, skipWebhooks: full });
-      const picked = this.pick(candidates, free);
-      const claimed = await claim(db, picked, this.owner, now, this.leaseMs);
-      if (this.stopped) {
-        for (const id of claimed) await releaseLease(db, id, this.owner);
-        return started;
-      }
-      for (const job of await this.load(claimed)) this.launch(job);
-      started += claimed.length;
-      if (!claimed.length) return started;
+      await this.startReady();
+      const n = await this.claim();
+      if (!n) return claimed;
+      claimed += n;
     }
   }
 
-  /** Candidates within the free slots and each webhook's remaining share, skipping rows already in flight. */
-  private pick(candidates: Array<{ id: string; webhookId: string }>, free: number): string[] {
-    const picked: string[] = [];
-    const share = new Map(this.perWebhook);
-    const cap = this.deps.config.webhooks.perWebhookConcurrency;
-    for (const c of candidates) {
-      if (picked.length >= free) break;
-      if (this.inFlight.has(c.id) || (share.get(c.webhookId) ?? 0) >= cap) continue;
-      share.set(c.webhookId, (share.get(c.webhookId) ?? 0) + 1);
-      picked.push(c.id);
-    }
-    return picked;
+  private held(webhookId: string): number {
+    return this.ready.queued(webhookId) + (this.perWebhook.get(webhookId) ?? 0);
   }
 
-  /** Rows deleted since the claim (with their webhook) are simply gone; a paused webhook's rows go back. */
-  private async load(ids: string[]): Promise<Job[]> {
+  /** One batch claim, when something can be due and the queue has room; returns how many rows it took. */
+  private async claim(): Promise<number> {
+    const { config, db, clock } = this.deps;
+    const { concurrency, perWebhookConcurrency: share } = config.webhooks;
+    const now = clock.now();
+    const room = concurrency * CLAIM_ROUNDS - this.ready.size - this.sending.size;
+    const retryDue = this.nextDue !== null && this.nextDue <= now;
+    const wanted = this.mayBeDue || retryDue || [...this.moreDue].some((id) => this.held(id) <= share);
+    if (this.stopped || room <= 0 || !wanted) return 0;
+    const skip = [...new Set([...this.ready.webhookIds(), ...this.perWebhook.keys()])].filter((id) => this.held(id) > share);
+    const depth = share * CLAIM_ROUNDS;
+    const rows = await claimDue(db, { now, perWebhook: depth, limit: room, skipWebhooks: skip }, this.owner, now + this.leaseMs);
+    // What the claim saw: skipped webhooks may have new rows, a full share may hide more, the rest is drained.
+    const perHook = new Map<string, number>();
+    for (const r of rows) perHook.set(r.webhookId, (perHook.get(r.webhookId) ?? 0) + 1);
+    for (const id of [...this.moreDue]) if (!skip.includes(id)) this.moreDue.delete(id);
+    if (this.mayBeDue) skip.forEach((id) => this.moreDue.add(id));
+    for (const [id, n] of perHook) if (n >= depth) this.moreDue.add(id);
+    this.mayBeDue = rows.length >= room;
+    if (retryDue) {
+      this.nextDue = null; // passed: learn the next one anew
+      this.nextDueKnown = false;
+    }
+    await this.enqueue(rows.map((r) => r.id));
+    return rows.length;
+  }
+
+  /** Loads the claimed rows' jobs (one query) into the ready queue; a paused webhook's rows go back. */
+  private async enqueue(ids: string[]): Promise<void> {
     const { db, config } = this.deps;
+    if (!ids.length) return;
     const jobs = await loadJobs(db, secretsKey(config.dataDir), ids);
-    for (const job of jobs.filter((j) => !j.webhook.enabled)) await releaseLease(db, job.delivery.id, this.owner);
-    return jobs.filter((j) => j.webhook.enabled);
+    await releaseLeases(db, jobs.filter((j) => !j.webhook.enabled).map((j) => j.delivery.id), this.owner);
+    this.ready.add(jobs.filter((j) => j.webhook.enabled), performance.now());
+  }
+
+  /** Moves queued jobs into free slots, lane by lane; lanes read over a second ago get their webhook re-read first. */
+  private async startReady(): Promise<void> {
+    const { concurrency, perWebhookConcurrency } = this.deps.config.webhooks;
+    const roomOf = (id: string) => Math.min(concurrency - this.sending.size, perWebhookConcurrency - (this.perWebhook.get(id) ?? 0));
+    const stale = this.ready.webhookIds().filter((id) => roomOf(id) > 0 && this.ready.isStale(id, WEBHOOK_FRESH_MS, performance.now()));
+    if (stale.length) await this.reread(stale);
+    for (const id of this.ready.webhookIds()) {
+      if (this.stopped || this.sending.size >= concurrency) return;
+      const room = roomOf(id);
+      if (room > 0) for (const job of this.ready.take(id, room)) this.launch(job);
+    }
+  }
+
+  /** Applies webhook changes to queued jobs: a deleted webhook took its rows along, a paused one's go back. */
+  private async reread(webhookIds: string[]): Promise<void> {
+    const { db, config } = this.deps;
+    const current = await loadWebhooks(db, secretsKey(config.dataDir), webhookIds);
+    const back: string[] = [];
+    for (const id of webhookIds) {
+      const webhook = current.get(id);
+      if (!webhook) this.ready.drop(id);
+      else if (!webhook.enabled) back.push(...this.ready.drop(id));
+      else this.ready.setWebhook(webhook, performance.now());
+    }
+    await releaseLeases(db, back, this.owner);
   }
 
   private launch(job: Job): void {
     const { id, webhookId } = job.delivery;
     const controller = new AbortController();
+    this.sending.set(id, { webhookId, controller });
     this.perWebhook.set(webhookId, (this.perWebhook.get(webhookId) ?? 0) + 1);
-    const done = this.send(job, controller.signal)
+    const freeSlot = () => {
+      if (!this.sending.delete(id)) return;
+      const left = (this.perWebhook.get(webhookId) ?? 1) - 1;
+      if (left > 0) this.perWebhook.set(webhookId, left);
+      else this.perWebhook.delete(webhookId);
+      this.wake();
+    };
+    const done: Promise<void> = this.send(job, controller.signal, freeSlot)
       .catch((err: unknown) => this.deps.log.error({ err, deliveryId: id }, 'webhook attempt failed unexpectedly'))
       .finally(() => {
-        this.inFlight.delete(id);
-        const left = (this.perWebhook.get(webhookId) ?? 1) - 1;
-        if (left > 0) this.perWebhook.set(webhookId, left);
-        else this.perWebhook.delete(webhookId);
-        this.wake();
+        freeSlot();
+        this.unfinished.delete(done);
       });
-    this.inFlight.set(id, { webhookId, controller, done });
+    this.unfinished.add(done);
   }
 
-  /** Attempt and record one claimed delivery. */
-  private async send({ delivery, webhook, body }: Job, signal: AbortSignal): Promise<void> {
-    const { config, db, clock, log } = this.deps;
+  /** Attempt and record one claimed delivery; the slot is free as soon as the answer is in, before the write. */
+  private async send({ delivery, webhook, body }: Job, signal: AbortSignal, freeSlot: () => void): Promise<void> {
+    const { config, clock, log } = this.deps;
     const attempt = delivery.attempts + 1;
     const startedAt = clock.now();
     const outcome = await attemptDelivery(config, {
       url: webhook.url, secrets: signingSecrets(webhook, startedAt), eventId: delivery.eventId, body, attempt, now: startedAt, signal,
-    });
-    if (outcome.aborted) return releaseLease(db, delivery.id, this.owner);
+    }, this.agents);
+    freeSlot();
+    if (outcome.aborted) {
+      this.aborted.push(delivery.id);
+      return;
+    }
     const recorded = await this.recorder.record({
       delivery,
       owner: this.owner,
@@ -197,41 +252,39 @@ export class WebhookDispatcher implements Worker {
         attemptedAt: startedAt, success: outcome.success, statusCode: outcome.statusCode,
         latencyMs: outcome.latencyMs, responseBody: outcome.responseBody, error: outcome.error,
       },
-      finishedAt: clock.now(),
     });
     if (!recorded) return; // deleted with its webhook meanwhile
+    if (recorded.nextAttemptAt !== null && this.nextDueKnown) this.nextDue = Math.min(this.nextDue ?? Infinity, recorded.nextAttemptAt);
     this.metrics.observe(recorded.result, attempt, outcome.latencyMs);
     const fields = { deliveryId: delivery.id, webhookId: webhook.id, eventId: delivery.eventId, attempt, statusCode: outcome.statusCode, latencyMs: outcome.latencyMs };
     if (recorded.result === 'succeeded') log.info(fields, 'webhook delivered');
     else log.warn({ ...fields, error: outcome.error, result: recorded.result }, 'webhook attempt failed');
   }
 
-  /** Sleep until the next row becomes claimable, but never longer than pollIntervalMs. */
-  private async armTimer(): Promise<void> {
-    if (!this.running) return;
-    clearTimeout(this.timer);
-    const { db, clock, config } = this.deps;
-    const at = await nextDueAt(db);
-    const poll = config.webhooks.pollIntervalMs;
-    // Due but unclaimed: its webhook has used its share; a finishing attempt wakes us, the poll is a safety net.
-    const delay = at === null || at <= clock.now() ? poll : Math.min(at - clock.now(), poll);
-    this.timer = setTimeout(() => this.wake(), delay);
-    this.timer.unref();
+  /** After a start or a poll, or once the known next due time passed: one query for the earliest future one. */
+  private async learnNextDue(): Promise<void> {
+    if (this.nextDueKnown || this.stopped) return;
+    // Known before the query: results recorded while it runs are then folded in by send().
+    this.nextDueKnown = true;
+    const now = this.deps.clock.now();
+    const found = await nextDueAfter(this.deps.db, now);
+    if (found !== null) this.nextDue = Math.min(this.nextDue ?? Infinity, found);
   }
 
-  /**
-   * Leases of a process that died (kill -9, power loss) would hold their rows
-   * until they expire. At start, release those of owners on this host whose
-   * process is gone, or whose pid is ours (we are a later start with that pid).
-   */
-  private async releaseDeadLeases(): Promise<void> {
-    const host = os.hostname();
-    const dead = (await leaseOwners(this.deps.db)).filter((owner) => {
-      if (owner === this.owner) return false;
-      const [h, pid] = owner.split('/');
-      return h === host && (Number(pid) === process.pid || !processAlive(Number(pid)));
-    });
-    const released = await releaseLeasesOf(this.deps.db, dead);
-    if (released) this.deps.log.info({ released }, 'released webhook deliveries held by a stopped process');
+  /** Sleeps until the next known due time, but never longer than pollIntervalMs. */
+  private armTimer(): void {
+    if (!this.running) return;
+    clearTimeout(this.timer);
+    const { clock, config } = this.deps;
+    const poll = config.webhooks.pollIntervalMs;
+    const now = clock.now();
+    // Due but not claimable now (the queue is full): a finishing attempt wakes us, the poll is a safety net.
+    const untilDue = this.nextDue === null || this.nextDue <= now ? Infinity : this.nextDue - now;
+    const byPoll = untilDue >= poll;
+    this.timer = setTimeout(() => {
+      if (byPoll) this.nextDueKnown = false; // rows of other processes, leases that lapsed
+      this.wake(byPoll);
+    }, Math.min(untilDue, poll));
+    this.timer.unref();
   }
 }

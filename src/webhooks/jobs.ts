@@ -36,3 +36,10 @@ export async function loadJobs(db: Queryable, key: Buffer, ids: string[]): Promi
     body: eventBody(unprefix(row, 'e_', EVENT_COLUMNS)),
   }));
 }
+
+/** The current rows of some webhooks, secrets opened (one query); a deleted webhook is missing from the map. */
+export async function loadWebhooks(db: Queryable, key: Buffer, ids: string[]): Promise<Map<string, SigningWebhook>> {
+  if (!ids.length) return new Map();
+  const rows: WebhookRow[] = await db('webhooks').whereIn('id', ids).select(WEBHOOK_COLUMNS);
+  return new Map(rows.map((r) => [r.id, toSigning(r, key)]));
+}

@@ -5,7 +5,7 @@
  */
 import { Counter, Gauge, Histogram } from 'prom-client';
 import type { AppDeps } from '../deps';
-import type { AttemptResult } from './deliveries';
+import type { AttemptResult } from './results';
 import { pendingStats } from './deliveries';
 
 export interface WebhookMetrics {

@@ -5,10 +5,15 @@
  * `lookup` that returns it, while Host, SNI and certificate checks still use
  * the URL's name), one deadline covers connect + TLS + answer, and redirects
  * are answers, never followed. The outcome is data; only bugs throw.
+ *
+ * With an agent (agents.ts: one per checked address) the connection is kept
+ * alive for the next request to the same receiver; without one (the test
+ * endpoint) it is closed after the answer, as before.
  */
 import http from 'node:http';
 import https from 'node:https';
-import net, { type LookupFunction } from 'node:net';
+import net from 'node:net';
+import { pinnedLookup } from './agents';
 import type { TargetCheck } from './ssrf';
 
 export const RESPONSE_BODY_LIMIT = 1024;
@@ -21,6 +26,8 @@ export interface SendRequest {
   /** extra trusted CAs (PEM), added to the system roots */
   ca?: string[];
   signal?: AbortSignal;
+  /** a keep-alive agent for exactly target.address (EndpointAgents); none: one connection, closed after */
+  agent?: http.Agent;
 }
 
 export interface SendOutcome {
@@ -34,13 +41,6 @@ export interface SendOutcome {
   aborted: boolean;
 }
 
-function pinnedLookup(address: string, family: 4 | 6): LookupFunction {
-  return ((_hostname: string, options: { all?: boolean }, callback: (...args: unknown[]) => void) => {
-    if (options?.all) callback(null, [{ address, family }]);
-    else callback(null, address, family);
-  }) as LookupFunction;
-}
-
 function describeError(err: NodeJS.ErrnoException): string {
   if (err.code === 'ECONNREFUSED') return 'connection refused';
   if (err.code === 'ECONNRESET') return 'connection reset by the receiver';
@@ -48,7 +48,10 @@ function describeError(err: NodeJS.ErrnoException): string {
   return err.code ? `${err.code}: ${err.message}` : err.message;
 }
 
-function requestOptions(req: SendRequest): https.RequestOptions {
+/** A kept-alive socket the receiver closed as we sent: the request never reached it. */
+const STALE_SOCKET = new Set(['ECONNRESET', 'EPIPE']);
+
+function requestOptions(req: SendRequest, agent: http.Agent | undefined): https.RequestOptions {
   const { target } = req;
   const isHttps = target.url.protocol === 'https:';
   return {
@@ -57,38 +60,47 @@ function requestOptions(req: SendRequest): https.RequestOptions {
     port: target.url.port || (isHttps ? 443 : 80),
     path: target.url.pathname + target.url.search,
     method: 'POST',
-    headers: { ...req.headers, 'Content-Length': String(Buffer.byteLength(req.body)), Connection: 'close' },
+    headers: { ...req.headers, 'Content-Length': String(Buffer.byteLength(req.body)), ...(agent ? {} : { Connection: 'close' }) },
     lookup: pinnedLookup(target.address, target.family),
-    agent: false,
+    agent: agent ?? false,
     // SNI carries names only (RFC 6066); the certificate is still checked against the URL's host.
     ...(isHttps && !net.isIP(target.host) ? { servername: target.host } : {}),
     ...(isHttps && req.ca?.length ? { ca: req.ca } : {}),
   };
 }
 
-export function postWebhook(req: SendRequest): Promise<SendOutcome> {
+export async function postWebhook(req: SendRequest): Promise<SendOutcome> {
+  const first = await postOnce(req, req.agent);
+  // A pooled socket can be closed by the receiver just as we reuse it; that is no answer, so try once on a new one.
+  if (!first.staleSocket) return first;
+  const retried = await postOnce({ ...req, timeoutMs: Math.max(1, req.timeoutMs - first.latencyMs) }, undefined);
+  return { ...retried, latencyMs: retried.latencyMs + first.latencyMs };
+}
+
+function postOnce(req: SendRequest, agent: http.Agent | undefined): Promise<SendOutcome & { staleSocket?: boolean }> {
   const started = process.hrtime.bigint();
   const elapsed = () => Number((process.hrtime.bigint() - started) / 1_000_000n);
   const client = req.target.url.protocol === 'https:' ? https : http;
-  return new Promise<SendOutcome>((resolve) => {
+  return new Promise((resolve) => {
     let statusCode: number | null = null;
     const chunks: Buffer[] = [];
     let size = 0;
     let settled = false;
     let request: http.ClientRequest | undefined;
     let timer: NodeJS.Timeout | undefined;
-    const finish = (error: string | null, aborted = false) => {
+    /** complete: the whole answer was read, so a kept-alive socket can go back to its pool */
+    const finish = (error: string | null, aborted = false, complete = false) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
-      request?.destroy();
+      if (!complete) request?.destroy();
       const ok = !aborted && error === null && statusCode !== null && statusCode >= 200 && statusCode < 300;
       const body = chunks.length ? Buffer.concat(chunks).subarray(0, RESPONSE_BODY_LIMIT).toString('utf8') : null;
       resolve({ success: ok, statusCode, latencyMs: elapsed(), responseBody: body ?? (statusCode === null ? null : ''),
         error: error ?? (ok ? null : statusError(statusCode)), aborted });
     };
     try {
-      request = client.request(requestOptions(req));
+      request = client.request(requestOptions(req, agent));
     } catch (err) {
       return finish(`invalid request: ${(err as Error).message}`); // e.g. a header node refuses
     }
@@ -100,10 +112,17 @@ export function postWebhook(req: SendRequest): Promise<SendOutcome> {
         size += chunk.length;
         if (size >= RESPONSE_BODY_LIMIT) finish(null); // enough to show; the rest is not our business
       });
-      res.on('end', () => finish(null));
+      res.on('end', () => finish(null, false, true));
       res.on('error', () => finish(null)); // the status is what counts once it arrived
     });
-    request.on('error', (err: NodeJS.ErrnoException) => finish(statusCode === null ? describeError(err) : null));
+    request.on('error', (err: NodeJS.ErrnoException) => {
+      if (!settled && statusCode === null && request?.reusedSocket && STALE_SOCKET.has(err.code ?? '')) {
+        settled = true;
+        clearTimeout(timer);
+        return resolve({ success: false, statusCode: null, latencyMs: elapsed(), responseBody: null, error: describeError(err), aborted: false, staleSocket: true });
+      }
+      finish(statusCode === null ? describeError(err) : null);
+    });
     if (req.signal?.aborted) return finish('aborted', true);
     req.signal?.addEventListener('abort', () => finish('aborted', true), { once: true });
     request.end(req.body);

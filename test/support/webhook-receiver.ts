@@ -43,6 +43,8 @@ export interface ReceiverOptions {
   https?: boolean;
   /** default 127.0.0.1 */
   host?: string;
+  /** default 0 (any free port); a fixed one lets a second receiver share a port on another loopback address */
+  port?: number;
   /** path of `url`; default /webhook (any path is answered) */
   path?: string;
   /** undefined answers 200 */
@@ -57,6 +59,8 @@ export interface WebhookReceiver {
   /** the certificate to trust for HTTPS, undefined for HTTP */
   ca?: string;
   requests: WebhookRequest[];
+  /** TCP connections accepted so far (keep-alive reuse shows as fewer connections than requests) */
+  connections(): number;
   /** resolves with requests once at least count have arrived; default timeout 2000 ms */
   waitFor(count: number, timeoutMs?: number): Promise<WebhookRequest[]>;
   /** stops listening and destroys every connection, hanging ones included */
@@ -67,6 +71,7 @@ export async function startWebhookReceiver(opts: ReceiverOptions = {}): Promise<
   const host = opts.host ?? '127.0.0.1';
   const requests: WebhookRequest[] = [];
   const sockets = new Set<net.Socket>();
+  let connections = 0;
   const timers = new Set<NodeJS.Timeout>();
   let origin = '';
   const arrived = arrivals(requests, (count, ms) => `webhook receiver ${origin}: expected ${count} request(s) within ${ms} ms, got ${requests.length}`);
@@ -103,12 +108,13 @@ export async function startWebhookReceiver(opts: ReceiverOptions = {}): Promise<
   const server = cert ? https.createServer(cert, listener) : http.createServer(listener);
   server.on('connection', (socket: net.Socket) => {
     sockets.add(socket);
+    connections++;
     socket.on('close', () => sockets.delete(socket));
   });
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(0, host, () => resolve());
+    server.listen(opts.port ?? 0, host, () => resolve());
   });
   const port = (server.address() as net.AddressInfo).port;
   origin = `${cert ? 'https' : 'http'}://${host}:${port}`;
@@ -119,6 +125,7 @@ export async function startWebhookReceiver(opts: ReceiverOptions = {}): Promise<
     port,
     ca: cert?.cert,
     requests,
+    connections: () => connections,
     waitFor: arrived.waitFor,
     close() {
       for (const timer of timers) clearTimeout(timer);

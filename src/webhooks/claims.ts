@@ -1,0 +1,88 @@
+/**
+ * Claiming delivery rows. The dispatcher takes a whole batch of due rows in
+ * one statement (UPDATE … WHERE id IN (SELECT … LIMIT n) RETURNING id, which
+ * SQLite 3.35+ and PostgreSQL both run; on PostgreSQL the inner SELECT can
+ * take FOR UPDATE SKIP LOCKED), keeps them in memory and sends them as slots
+ * free up. The lease on a claimed row covers the wait in that queue as well
+ * as the attempt; a crashed owner's leases lapse, or are released at the
+ * next start on the same host.
+ */
+import type { Knex } from 'knex';
+import type { Queryable } from '../db';
+
+export interface DueQuery {
+  now: number;
+  /** rows per webhook at most, so one webhook's backlog cannot fill the batch */
+  perWebhook: number;
+  limit: number;
+  /** webhooks to leave out (the dispatcher already holds enough of theirs) */
+  skipWebhooks: string[];
+}
+
+/**
+ * Ids of due, unleased rows of enabled webhooks, at most `perWebhook` per
+ * webhook, oldest due first. Each webhook's rows are read by an index seek on
+ * (webhook_id, next_attempt_at), so a dead endpoint's thousands of due rows
+ * cost nothing here.
+ */
+function dueIds(q: DueQuery): { sql: string; bindings: Knex.Value[] } {
+  const skip = q.skipWebhooks.length ? `AND w.id NOT IN (${q.skipWebhooks.map(() => '?').join(', ')})` : '';
+  return {
+    sql:
+    // CROSS JOIN makes SQLite loop over webhooks outside (a plain JOIN scans every delivery).
+    `SELECT d.id FROM webhooks w CROSS JOIN webhook_deliveries d
+      WHERE d.id IN (
+        SELECT q.id FROM webhook_deliveries q
+         WHERE q.webhook_id = w.id AND q.next_attempt_at IS NOT NULL AND q.next_attempt_at <= ?
+           AND (q.lease_expires_at IS NULL OR q.lease_expires_at <= ?)
+         ORDER BY q.next_attempt_at LIMIT ?
+      )
+      AND w.enabled = ? ${skip}
+     ORDER BY d.next_attempt_at, d.id LIMIT ?`,
+    bindings: [q.now, q.now, q.perWebhook, true, ...q.skipWebhooks, q.limit],
+  };
+}
+
+/** The search of a claim alone (the claim benchmark measures it). */
+export async function dueCandidates(db: Queryable, q: DueQuery): Promise<string[]> {
+  const { sql, bindings } = dueIds(q);
+  const rows: Array<{ id: string }> = await db.raw(sql, bindings);
+  return rows.map((r) => r.id);
+}
+
+/** Takes the lease on a batch of due rows in one statement; returns the claimed rows' ids and webhooks. */
+export async function claimDue(db: Queryable, q: DueQuery, owner: string, leaseUntil: number): Promise<Array<{ id: string; webhookId: string }>> {
+  const { sql, bindings } = dueIds(q);
+  const rows = (await db('webhook_deliveries').whereRaw(`id IN (${sql})`, bindings)
+    .update({ lease_owner: owner, lease_expires_at: leaseUntil }, ['id', 'webhook_id'])) as unknown as Array<{ id: string; webhook_id: string }>;
+  return rows.map((r) => ({ id: r.id, webhookId: r.webhook_id }));
+}
+
+/**
+ * When the earliest unleased row of an enabled webhook becomes due, after
+ * `now` (null: nothing waits). Rows already due are the claim's business;
+ * leased rows are in flight and their end wakes the dispatcher.
+ */
+export async function nextDueAfter(db: Queryable, now: number): Promise<number | null> {
+  const row = await db('webhook_deliveries as d').join('webhooks as w', 'w.id', 'd.webhook_id').where('w.enabled', true)
+    .where('d.next_attempt_at', '>', now).whereNull('d.lease_owner')
+    .orderBy('d.next_attempt_at').first('d.next_attempt_at as at');
+  return row ? Number(row.at) : null;
+}
+
+/** Gives rows back unattempted (stop, a paused webhook), in one statement. */
+export async function releaseLeases(db: Queryable, ids: string[], owner: string): Promise<void> {
+  if (!ids.length) return;
+  await db('webhook_deliveries').whereIn('id', ids).where({ lease_owner: owner }).update({ lease_owner: null, lease_expires_at: null });
+}
+
+/** Distinct lease owners currently recorded (start-up looks for dead ones). */
+export async function leaseOwners(db: Queryable): Promise<string[]> {
+  const rows = await db('webhook_deliveries').whereNotNull('lease_owner').distinct('lease_owner');
+  return rows.map((r: { lease_owner: string }) => r.lease_owner);
+}
+
+export async function releaseLeasesOf(db: Queryable, owners: string[]): Promise<number> {
+  if (!owners.length) return 0;
+  return db('webhook_deliveries').whereIn('lease_owner', owners).update({ lease_owner: null, lease_expires_at: null });
+}

@@ -1,0 +1,101 @@
+// Results written in batches: one transaction for many deliveries, and each delivery's state exactly right.
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { FakeClock } from '../../src/clock';
+import { getDelivery } from '../../src/webhooks/deliveries';
+import { recordAttempts } from '../../src/webhooks/results';
+import { RETRY_DELAYS_MS } from '../../src/webhooks/schedule';
+import { createWebhook, recordMessageEvent, startWebhookApp } from './helpers';
+import type { TestApp } from '../support/app';
+
+const OWNER = 'test-host/1/abcd';
+
+/** A pending delivery row in the given state, leased to OWNER (the dispatcher is stopped; the rows are ours). */
+async function leasedDelivery(app: TestApp, state: { attempts: number; cycleStart: number }, owner = OWNER) {
+  await recordMessageEvent(app, { type: 'message.delivered' });
+  const row = await app.db('webhook_deliveries').whereNull('lease_owner').where({ attempts: 0 }).orderBy('id', 'desc').first();
+  await app.db('webhook_deliveries').where({ id: row.id })
+    .update({ attempts: state.attempts, cycle_start: state.cycleStart, lease_owner: owner, lease_expires_at: app.deps.clock.now() + 60_000 });
+  return (await getDelivery(app.db, row.id))!;
+}
+
+const attempt = (success: boolean, statusCode: number | null, at: number) => ({
+  attemptedAt: at, success, statusCode, latencyMs: 3, responseBody: success ? 'ok' : 'no', error: success ? null : `HTTP ${statusCode}`,
+});
+
+describe('webhook result batches', () => {
+  it('one batch of two successes, a first 500, a sixth failure, a failed redelivery and a lost lease records each delivery exactly', async () => {
+    const clock = new FakeClock();
+    const app = await startWebhookApp({}, { clock });
+    try {
+      await app.workers.find((w) => w.name === 'webhooks')!.stop();
+      await createWebhook(app, { url: 'http://127.0.0.1:9/hook', events: ['message.delivered'] });
+      const ok1 = await leasedDelivery(app, { attempts: 0, cycleStart: 0 });
+      const ok2 = await leasedDelivery(app, { attempts: 2, cycleStart: 0 });
+      const first500 = await leasedDelivery(app, { attempts: 0, cycleStart: 0 });
+      const sixth = await leasedDelivery(app, { attempts: 5, cycleStart: 0 });
+      const redelivered = await leasedDelivery(app, { attempts: 6, cycleStart: 6 });
+      const lost = await leasedDelivery(app, { attempts: 0, cycleStart: 0 }, 'another-host/2/ef01');
+      const now = clock.now();
+      const statements: string[] = [];
+      const count = (q: { sql: string }) => statements.push(q.sql);
+      app.db.on('query', count);
+      const results = await recordAttempts(app.db, [
+        { delivery: ok1, owner: OWNER, attempt: attempt(true, 200, now) },
+        { delivery: ok2, owner: OWNER, attempt: attempt(true, 200, now) },
+        { delivery: first500, owner: OWNER, attempt: attempt(false, 500, now) },
+        { delivery: sixth, owner: OWNER, attempt: attempt(false, 500, now) },
+        { delivery: redelivered, owner: OWNER, attempt: attempt(false, 503, now) },
+        { delivery: lost, owner: OWNER, attempt: attempt(true, 200, now) },
+      ], now);
+      app.db.off('query', count);
+
+      assert.deepEqual(results, [
+        { result: 'succeeded', attempt: 1, nextAttemptAt: null },
+        { result: 'succeeded', attempt: 3, nextAttemptAt: null },
+        { result: 'retrying', attempt: 1, nextAttemptAt: now + RETRY_DELAYS_MS[0] },
+        { result: 'failed', attempt: 6, nextAttemptAt: null },
+        { result: 'retrying', attempt: 7, nextAttemptAt: now + RETRY_DELAYS_MS[0] },
+        null,
+      ]);
+      const state = async (id: string) => {
+        const d = (await getDelivery(app.db, id))!;
+        return [d.status, d.attempts, d.nextAttemptAt, d.leaseOwner, d.lastStatusCode, d.completedAt];
+      };
+      assert.deepEqual(await state(ok1.id), ['succeeded', 1, null, null, 200, now]);
+      assert.deepEqual(await state(ok2.id), ['succeeded', 3, null, null, 200, now]);
+      assert.deepEqual(await state(first500.id), ['pending', 1, now + RETRY_DELAYS_MS[0], null, 500, null]);
+      assert.deepEqual(await state(sixth.id), ['failed', 6, null, null, 500, now]);
+      assert.deepEqual(await state(redelivered.id), ['pending', 7, now + RETRY_DELAYS_MS[0], null, 503, null]);
+      assert.deepEqual(await state(lost.id), ['pending', 0, now, 'another-host/2/ef01', null, null], 'a row leased to another owner is untouched');
+      const attempts = await app.db('webhook_attempts').orderBy('delivery_id');
+      assert.equal(attempts.length, 5, 'no attempt row for the lost lease');
+      // BEGIN, one UPDATE per distinct new state (succeeded 1st, succeeded 3rd, retrying 1st, failed, retrying 7th), one INSERT, COMMIT.
+      assert.equal(statements.length, 8, statements.join('\n'));
+      assert.equal(statements.filter((s) => s.startsWith('insert')).length, 1);
+    } finally {
+      await app.stop();
+    }
+  });
+
+  it('a batch whose write fails leaves every delivery as it was and answers each caller with the error', async () => {
+    const clock = new FakeClock();
+    const app = await startWebhookApp({}, { clock });
+    try {
+      await app.workers.find((w) => w.name === 'webhooks')!.stop();
+      await createWebhook(app, { url: 'http://127.0.0.1:9/hook', events: ['message.delivered'] });
+      const a = await leasedDelivery(app, { attempts: 0, cycleStart: 0 });
+      const b = await leasedDelivery(app, { attempts: 0, cycleStart: 0 });
+      const now = clock.now();
+      // b's attempt breaks a NOT NULL column: the insert fails after both rows were updated in the transaction.
+      await assert.rejects(recordAttempts(app.db, [
+        { delivery: a, owner: OWNER, attempt: attempt(true, 200, now) },
+        { delivery: b, owner: OWNER, attempt: { ...attempt(true, 200, now), latencyMs: null as unknown as number } },
+      ], now), /NOT NULL/);
+      for (const d of [a, b]) assert.deepEqual([(await getDelivery(app.db, d.id))!.status, (await getDelivery(app.db, d.id))!.leaseOwner], ['pending', OWNER]);
+      assert.equal((await app.db('webhook_attempts').where({ delivery_id: a.id })).length, 0, 'no partial write');
+    } finally {
+      await app.stop();
+    }
+  });
+});
