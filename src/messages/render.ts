@@ -13,7 +13,7 @@
 import Handlebars from 'handlebars';
 import { ApiError, unprocessable } from '../http/errors';
 import { BoundedCache } from './bounded-cache';
-import { BudgetExceeded, RenderBudget } from './render-budget';
+import { BudgetExceeded, RenderBudget, UNLIMITED_WORK } from './render-budget';
 import { checkTemplateSource, TemplateBounds } from './template-shape';
 
 export type TemplateField = 'subject' | 'html' | 'text';
@@ -44,10 +44,15 @@ interface CompilerInternals {
   quotedString(text: string): string;
   invokeKnownHelper(paramSize: number, name: string): void;
   append(): void;
+  preamble(): void;
+  environment: { opcodes: Array<{ opcode: string }> };
+  source: { push(source: string): void };
 }
 const env = hb as unknown as { JavaScriptCompiler: new () => CompilerInternals };
 const Base = env.JavaScriptCompiler;
 const counted = (value: unknown) => [`helpers[${JSON.stringify(OUTPUT)}].add(`, value, ')'];
+/** What a step of work is (render-budget.ts): a path look-up or a helper call, sub-expressions included. */
+const STEPS = new Set(['lookupOnContext', 'lookupData', 'lookupBlockParam', 'invokeKnownHelper']);
 
 /**
  * Emits code that passes every piece of output — static text, `{{x}}`,
@@ -57,6 +62,16 @@ const counted = (value: unknown) => [`helpers[${JSON.stringify(OUTPUT)}].add(`, 
  */
 class CountingCompiler extends Base {
   private blockResult = false;
+
+  /**
+   * Each program (the template, and each block's body) starts by charging the
+   * steps it is about to run, so a loop turn costs what its body does.
+   */
+  override preamble(): void {
+    super.preamble();
+    const steps = this.environment.opcodes.filter((op) => STEPS.has(op.opcode)).length;
+    if (steps) this.source.push(`helpers[${JSON.stringify(OUTPUT)}].steps(${steps});`);
+  }
 
   override invokeKnownHelper(paramSize: number, name: string): void {
     super.invokeKnownHelper(paramSize, name);
@@ -107,7 +122,7 @@ function run(template: Handlebars.TemplateDelegate, data: unknown, budget: Rende
     allowProtoPropertiesByDefault: false,
     allowProtoMethodsByDefault: false,
     allowCallsToHelperMissing: false,
-    helpers: { each, [OUTPUT]: { add: budget.output } as unknown as Handlebars.HelperDelegate },
+    helpers: { each, [OUTPUT]: { add: budget.output, steps: budget.steps } as unknown as Handlebars.HelperDelegate },
   });
 }
 
@@ -124,7 +139,7 @@ function compiled(field: TemplateField, source: string): Handlebars.TemplateDele
   if (hit) return hit;
   const template = hb.compile(source, { knownHelpers: KNOWN, knownHelpersOnly: true, noEscape: field !== 'html', strict: false });
   // Handlebars compiles lazily: run it once so syntax and helper errors surface now.
-  run(template, {}, new RenderBudget(Number.MAX_SAFE_INTEGER));
+  run(template, {}, new RenderBudget(Number.MAX_SAFE_INTEGER, UNLIMITED_WORK));
   bySource.set(key, template, key.length);
   return template;
 }
@@ -155,6 +170,10 @@ function templateError(field: TemplateField, param: string, err: unknown): ApiEr
   if (err instanceof ApiError) return err;
   if (err instanceof BudgetExceeded && err.kind === 'output') {
     return new ApiError(413, 'invalid_request_error', 'message_too_large', `the ${field} template ${err.message}`, param);
+  }
+  // An engine fault (a stack overflow on data nested past validation, say) is ours to log, not the client's to read.
+  if (err instanceof RangeError || err instanceof TypeError) {
+    return unprocessable('template_error', `${field} template: could not be rendered with this data`, param);
   }
   // Parse errors span several lines (source excerpt, caret, expectations): keep the first and last.
   const lines = String((err as Error)?.message ?? err).split('\n').filter(Boolean);

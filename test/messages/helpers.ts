@@ -47,3 +47,21 @@ export const simpleSend = (over: Record<string, unknown> = {}) => ({
 export async function pauseDelivery(app: TestApp): Promise<void> {
   await app.workers.find((w) => w.name === 'delivery')?.stop();
 }
+
+/** Runs `work` while measuring the longest gap between ticks of a 10 ms timer (the app runs in this process). */
+export async function withLoopWatch<T>(work: () => Promise<T>): Promise<{ result: T; maxGapMs: number }> {
+  let last = performance.now();
+  let maxGapMs = 0;
+  const timer = setInterval(() => {
+    const now = performance.now();
+    maxGapMs = Math.max(maxGapMs, now - last);
+    last = now;
+  }, 10);
+  try {
+    const result = await work();
+    maxGapMs = Math.max(maxGapMs, performance.now() - last);
+    return { result, maxGapMs };
+  } finally {
+    clearInterval(timer);
+  }
+}

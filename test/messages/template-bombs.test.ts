@@ -9,7 +9,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createKey, startTestApp, TestApp, ApiClient } from '../support/app';
-import { counts, simpleSend } from './helpers';
+import { counts, simpleSend, withLoopWatch } from './helpers';
 
 let app: TestApp;
 let live: ApiClient;
@@ -21,24 +21,6 @@ after(() => app.stop());
 
 const nestedIfs = (n: number) => '{{#if a}}'.repeat(n) + 'x' + '{{/if}}'.repeat(n);
 const MB = 'x'.repeat(1024 * 1024);
-
-/** Runs `work` while measuring the longest gap between ticks of a 10 ms timer. */
-async function withLoopWatch<T>(work: () => Promise<T>): Promise<{ result: T; maxGapMs: number }> {
-  let last = performance.now();
-  let maxGapMs = 0;
-  const timer = setInterval(() => {
-    const now = performance.now();
-    maxGapMs = Math.max(maxGapMs, now - last);
-    last = now;
-  }, 10);
-  try {
-    const result = await work();
-    maxGapMs = Math.max(maxGapMs, performance.now() - last);
-    return { result, maxGapMs };
-  } finally {
-    clearInterval(timer);
-  }
-}
 
 async function assertRefused(client: ApiClient, path: string, body: unknown, status: number, param: string, code?: string) {
   const before = await counts(app);
