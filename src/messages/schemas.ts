@@ -8,6 +8,7 @@
 import { z } from 'zod';
 import type { Config } from '../config';
 import { MAX_DATA_DEPTH, tooDeepKey } from './data-depth';
+import { MAX_WORK_PER_SEND, RENDER_DEADLINE_MS } from './render-budget';
 
 export const STATUSES = ['scheduled', 'queued', 'sending', 'sent', 'delivered', 'deferred', 'bounced', 'cancelled', 'suppressed', 'failed'] as const;
 export type MessageStatus = (typeof STATUSES)[number];
@@ -46,7 +47,8 @@ export function sendBodySchema(config: Config) {
   const list = <T extends z.ZodType>(item: T, what: string) => z.array(item).min(1).max(max).describe(what);
   const { templateSourceBytes, templateNestingDepth, maxMessageBytes } = config.limits;
   const templateBounds = `At most ${templateSourceBytes} bytes and ${templateNestingDepth} levels of nested blocks (422); `
-    + `rendering past ${maxMessageBytes} characters stops with a 413.`;
+    + `rendering past ${maxMessageBytes} characters stops with a 413, and past ${MAX_WORK_PER_SEND} steps of work `
+    + `(look-ups, helper calls, loop turns) or ${RENDER_DEADLINE_MS} ms per send with a 422.`;
   return z.strictObject({
     from: addressInput.describe('Sender. Live sends need a verified domain of the account.'),
     to: list(toInput, `Recipients (1 to ${max}); each gets its own message id.`),
