@@ -29,8 +29,14 @@ export const MAX_ITERATIONS = 20_000;
  * fields, in html and text, is 8,400 steps a copy: 29 per-recipient copies fit.
  */
 export const MAX_WORK_PER_SEND = 250_000;
-/** Wall-clock bound on all renders of one send, for what the step count does not see (a slow machine). */
-export const RENDER_DEADLINE_MS = 250;
+/**
+ * Wall-clock bound on all renders of one send, for the work the step count
+ * does not see: turning a huge array into text, escaping megabytes. The step
+ * budget is what keeps templates cheap; this is a backstop, and generous
+ * because wall-clock time also grows with the machine's load (at 250 ms a
+ * ten-copy invoice send failed on a busy two-core machine).
+ */
+export const RENDER_DEADLINE_MS = 1000;
 /** How many steps go by between two looks at the clock. */
 const CLOCK_EVERY = 1024;
 
