@@ -3,8 +3,8 @@
  * blocks and look-up chains once held the event loop for seconds (10 s for the
  * first reproduction below) before the loop-turn bound stopped them. Each is
  * now refused with 422 template_error once its work passes the send's budget,
- * and the longest gap of a 10 ms timer stays well under the seconds they took. Ordinary large
- * loops (an invoice table) still send.
+ * and the longest gap of a 10 ms timer stays well under the seconds they took.
+ * Ordinary large loops (an invoice table) still send.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
