@@ -4,6 +4,7 @@
  * memory on purpose: it protects this process and resets harmlessly on restart.
  */
 import type { Clock } from '../clock';
+import { rateLimitKey } from '../net/client-key';
 import { LruMap } from '../util/lru';
 
 export interface BucketState {
@@ -49,7 +50,8 @@ export class TokenBuckets {
 }
 
 /**
- * Counts failed authentications per address over a sliding minute. Only
+ * Counts failed authentications per client address (an IPv6 client by its
+ * /64, see net/client-key.ts) over a sliding minute. Only
  * failures are throttled: a valid key still works from a throttled address
  * (a neighbour behind the same NAT guessing keys must not lock out the real
  * client), while every invalid key from it is refused without counting.
@@ -79,13 +81,14 @@ export class AuthFailureLimiter {
   }
 
   /** Seconds to wait before this address may fail again, or 0. */
-  blockedFor(address: string): number {
-    const list = this.recent(address);
+  blockedFor(client: string): number {
+    const list = this.recent(rateLimitKey(client));
     if (list.length < this.perMinute) return 0;
     return Math.max(1, Math.ceil((list[list.length - this.perMinute] + 60_000 - this.clock.now()) / 1000));
   }
 
-  recordFailure(address: string): void {
+  recordFailure(client: string): void {
+    const address = rateLimitKey(client);
     const list = this.recent(address);
     list.push(this.clock.now());
     // Only the newest perMinute failures decide when the block lifts.

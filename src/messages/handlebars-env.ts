@@ -36,10 +36,15 @@ interface CompilerInternals {
   quotedString(text: string): string;
   invokeKnownHelper(paramSize: number, name: string): void;
   append(): void;
+  preamble(): void;
+  environment: { opcodes: Array<{ opcode: string }> };
+  source: { push(source: string): void };
 }
 const env = hb as unknown as { JavaScriptCompiler: new () => CompilerInternals };
 const Base = env.JavaScriptCompiler;
 const counted = (value: unknown) => [`helpers[${JSON.stringify(OUTPUT)}].add(`, value, ')'];
+/** What a step of work is (render-budget.ts): a path look-up or a helper call, sub-expressions included. */
+const STEPS = new Set(['lookupOnContext', 'lookupData', 'lookupBlockParam', 'invokeKnownHelper']);
 
 /**
  * Emits code that passes every piece of output — static text, `{{x}}`,
@@ -49,6 +54,16 @@ const counted = (value: unknown) => [`helpers[${JSON.stringify(OUTPUT)}].add(`, 
  */
 class CountingCompiler extends Base {
   private blockResult = false;
+
+  /**
+   * Each program (the template, and each block's body) starts by charging the
+   * steps it is about to run, so a loop turn costs what its body does.
+   */
+  override preamble(): void {
+    super.preamble();
+    const steps = this.environment.opcodes.filter((op) => STEPS.has(op.opcode)).length;
+    if (steps) this.source.push(`helpers[${JSON.stringify(OUTPUT)}].steps(${steps});`);
+  }
 
   override invokeKnownHelper(paramSize: number, name: string): void {
     super.invokeKnownHelper(paramSize, name);

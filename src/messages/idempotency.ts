@@ -40,13 +40,38 @@ export function requestHash(body: unknown): string {
   return crypto.createHash('sha256').update(stableJson(body)).digest('hex');
 }
 
-function stableJson(v: unknown): string {
-  if (Array.isArray(v)) return `[${v.map(stableJson).join(',')}]`;
-  if (v && typeof v === 'object') {
-    const entries = Object.keys(v).sort().filter((k) => (v as Record<string, unknown>)[k] !== undefined);
-    return `{${entries.map((k) => `${JSON.stringify(k)}:${stableJson((v as Record<string, unknown>)[k])}`).join(',')}}`;
+/**
+ * JSON with object keys sorted (undefined members left out, as JSON.stringify
+ * does). Iterative: validation bounds how deep template data nests, but the
+ * hash must not be where a deep body overflows the stack if it ever gets here.
+ */
+export function stableJson(root: unknown): string {
+  const out: string[] = [];
+  // Work items: a value to write, or literal text (brackets, commas, keys) to copy.
+  const todo: Array<{ value: unknown } | string> = [{ value: root }];
+  while (todo.length) {
+    const item = todo.pop()!;
+    if (typeof item === 'string') {
+      out.push(item);
+      continue;
+    }
+    const v = item.value;
+    if (v === null || typeof v !== 'object') {
+      out.push(JSON.stringify(v) ?? 'null');
+      continue;
+    }
+    const parts: Array<{ value: unknown } | string> = [];
+    if (Array.isArray(v)) {
+      v.forEach((value, i) => parts.push(...(i ? [','] : []), { value }));
+    } else {
+      const record = v as Record<string, unknown>;
+      const keys = Object.keys(record).sort().filter((k) => record[k] !== undefined);
+      keys.forEach((k, i) => parts.push(`${i ? ',' : ''}${JSON.stringify(k)}:`, { value: record[k] }));
+    }
+    const [open, close] = Array.isArray(v) ? ['[', ']'] : ['{', '}'];
+    todo.push(close, ...parts.reverse(), open);
   }
-  return JSON.stringify(v) ?? 'null';
+  return out.join('');
 }
 
 const isUniqueViolation = (err: unknown): boolean => {

@@ -16,7 +16,7 @@ import { ApiError, unprocessable } from '../http/errors';
 import { BoundedCache } from './bounded-cache';
 import { CompilePool, CompileTimeout } from './compile-pool';
 import { compileHere, fromSpec, hb, OUTPUT, TemplateField } from './handlebars-env';
-import { BudgetExceeded, RenderBudget } from './render-budget';
+import { BudgetExceeded, RenderBudget, UNLIMITED_WORK } from './render-budget';
 import { checkTemplateSource, TemplateBounds, TemplateShape } from './template-shape';
 
 export type { TemplateField };
@@ -46,7 +46,7 @@ function run(template: Handlebars.TemplateDelegate, data: unknown, budget: Rende
     allowProtoPropertiesByDefault: false,
     allowProtoMethodsByDefault: false,
     allowCallsToHelperMissing: false,
-    helpers: { each, [OUTPUT]: { add: budget.output } as unknown as Handlebars.HelperDelegate },
+    helpers: { each, [OUTPUT]: { add: budget.output, steps: budget.steps } as unknown as Handlebars.HelperDelegate },
   });
 }
 
@@ -86,7 +86,7 @@ async function compiled(field: TemplateField, source: string, shape: TemplateSha
 
 function remember(key: string, template: Handlebars.TemplateDelegate): Handlebars.TemplateDelegate {
   // Handlebars compiles lazily (and V8 parses function bodies lazily): run it once so errors surface now.
-  run(template, {}, new RenderBudget(Number.MAX_SAFE_INTEGER));
+  run(template, {}, new RenderBudget(Number.MAX_SAFE_INTEGER, UNLIMITED_WORK));
   bySource.set(key, template, key.length);
   return template;
 }
@@ -122,6 +122,10 @@ function templateError(field: TemplateField, param: string, err: unknown): ApiEr
   if (err instanceof CompileTimeout) return unprocessable('template_error', `the ${field} template is too expensive to compile`, param);
   if (err instanceof BudgetExceeded && err.kind === 'output') {
     return new ApiError(413, 'invalid_request_error', 'message_too_large', `the ${field} template ${err.message}`, param);
+  }
+  // An engine fault (a stack overflow on data nested past validation, say) is ours to log, not the client's to read.
+  if (err instanceof RangeError || err instanceof TypeError) {
+    return unprocessable('template_error', `${field} template: could not be rendered with this data`, param);
   }
   // Parse errors span several lines (source excerpt, caret, expectations): keep the first and last.
   const lines = String((err as Error)?.message ?? err).split('\n').filter(Boolean);

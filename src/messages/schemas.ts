@@ -7,6 +7,8 @@
  */
 import { z } from 'zod';
 import type { Config } from '../config';
+import { MAX_DATA_DEPTH, tooDeepKey } from './data-depth';
+import { MAX_WORK_PER_SEND, RENDER_DEADLINE_MS } from './render-budget';
 
 export const STATUSES = ['scheduled', 'queued', 'sending', 'sent', 'delivered', 'deferred', 'bounced', 'cancelled', 'suppressed', 'failed'] as const;
 export type MessageStatus = (typeof STATUSES)[number];
@@ -16,6 +18,12 @@ const email = z.string().min(1).max(320).describe('The email address; IDN domain
 const displayName = z.string().max(256).describe('Display name.');
 const addressString = z.string().min(1).max(600).describe('"user@example.com" or "Name <user@example.com>".');
 
+/** Template values nested past MAX_DATA_DEPTH (see data-depth.ts) are refused, named down to their key. */
+const templateValues = z.record(z.string().max(200), z.unknown()).superRefine((values, ctx) => {
+  const key = tooDeepKey(values);
+  if (key !== undefined) ctx.addIssue({ code: 'custom', path: [key], message: `nested more than ${MAX_DATA_DEPTH} arrays or objects deep` });
+});
+
 export const addressInput = z.union([addressString, z.strictObject({ email, name: displayName.optional() })], { error: ADDRESS_ERROR });
 
 const toInput = z.union(
@@ -24,8 +32,8 @@ const toInput = z.union(
     z.strictObject({
       email,
       name: displayName.optional(),
-      substitutions: z.record(z.string().max(200), z.unknown()).optional()
-        .describe('Template values for this recipient only, overriding template_data. With substitutions every `to` recipient gets its own copy whose To header names only them; cc/bcc are then not allowed.'),
+      substitutions: templateValues.optional()
+        .describe(`Template values for this recipient only, overriding template_data; each nested at most ${MAX_DATA_DEPTH} arrays or objects deep (422). With substitutions every \`to\` recipient gets its own copy whose To header names only them; cc/bcc are then not allowed.`),
     }),
   ],
   { error: ADDRESS_ERROR },
@@ -39,7 +47,8 @@ export function sendBodySchema(config: Config) {
   const list = <T extends z.ZodType>(item: T, what: string) => z.array(item).min(1).max(max).describe(what);
   const { templateSourceBytes, templateNestingDepth, maxMessageBytes } = config.limits;
   const templateBounds = `At most ${templateSourceBytes} bytes and ${templateNestingDepth} levels of nested blocks (422); `
-    + `rendering past ${maxMessageBytes} characters stops with a 413.`;
+    + `rendering past ${maxMessageBytes} characters stops with a 413, and past ${MAX_WORK_PER_SEND} steps of work `
+    + `(look-ups, helper calls, loop turns) or ${RENDER_DEADLINE_MS} ms per send with a 422.`;
   return z.strictObject({
     from: addressInput.describe('Sender. Live sends need a verified domain of the account.'),
     to: list(toInput, `Recipients (1 to ${max}); each gets its own message id.`),
@@ -50,7 +59,8 @@ export function sendBodySchema(config: Config) {
     html: z.string().optional().describe(`HTML body (a Handlebars template; values are HTML-escaped). ${templateBounds}`),
     text: z.string().optional().describe(`Plain-text body (a Handlebars template; values are not escaped). At least one of html and text is required. ${templateBounds}`),
     template_id: z.string().min(1).max(64).optional().describe('A stored template (tpl_…) giving subject, html and text; excludes those three fields.'),
-    template_data: z.record(z.string().max(200), z.unknown()).optional().describe('Values for the templates of subject, html and text.'),
+    template_data: templateValues.optional()
+      .describe(`Values for the templates of subject, html and text; each nested at most ${MAX_DATA_DEPTH} arrays or objects deep (422).`),
     headers: z.record(z.string().min(1).max(100), z.string().max(2000)).optional()
       .describe('Extra headers. Reserved: From, To, Cc, Bcc, Reply-To, Sender, Subject, Date, Message-ID, MIME-Version, Content-*, DKIM-Signature, Return-Path, Received.'),
     attachments: z.array(z.strictObject({
@@ -74,6 +84,7 @@ export function sendBodySchema(config: Config) {
     list_unsubscribe: z.boolean().optional().describe('Add List-Unsubscribe headers (one-click) at delivery.'),
   });
 }
+
 
 export type SendBody = z.output<ReturnType<typeof sendBodySchema>>;
 export type ToInput = z.output<typeof toInput>;

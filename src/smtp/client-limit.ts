@@ -1,9 +1,13 @@
 /**
  * A cap on concurrent connections per client address, so one client (or one
  * misbehaving app with a leaking connection pool) cannot take every slot of
- * the listener. smtp-server calls onClose for every connection, refused ones
- * included, so release() is keyed by session id and counts only admissions.
+ * the listener. A client is its rate-limit key (an IPv6 address counts by
+ * its /64, see net/client-key.ts). smtp-server calls onClose for every
+ * connection, refused ones included, so release() is keyed by session id and
+ * counts only admissions.
  */
+import { rateLimitKey } from '../net/client-key';
+
 export class ClientConnections {
   private readonly perAddress = new Map<string, number>();
   private readonly sessions = new Map<string, string>();
@@ -11,7 +15,8 @@ export class ClientConnections {
   constructor(private readonly max: number) {}
 
   /** True when the connection is admitted (and counted). */
-  admit(sessionId: string, address: string): boolean {
+  admit(sessionId: string, client: string): boolean {
+    const address = rateLimitKey(client);
     const open = this.perAddress.get(address) ?? 0;
     if (open >= this.max) return false;
     this.perAddress.set(address, open + 1);

@@ -1,5 +1,6 @@
 /**
- * Counts events (new connections, reports) per remote address in fixed
+ * Counts events (new connections, reports) per remote address (an IPv6
+ * address by its /64, see net/client-key.ts) in fixed
  * one-minute windows, so one sender cannot flood the inbound listener. The
  * map is keyed by an address anyone on the Internet can pick, so it is
  * bounded: at most MAX_TRACKED_ADDRESSES entries, least recently seen evicted
@@ -9,6 +10,7 @@
  * harmlessly on restart.
  */
 import type { Clock } from '../clock';
+import { rateLimitKey } from '../net/client-key';
 
 /** 10 000 entries of ~100 bytes: about 1 MB at most per limiter. */
 export const MAX_TRACKED_ADDRESSES = 10_000;
@@ -24,7 +26,8 @@ export class ClientRate {
   ) {}
 
   /** Counts one event for the address; false when the address is over its limit for this minute. */
-  take(address: string): boolean {
+  take(client: string): boolean {
+    const address = rateLimitKey(client);
     const now = this.clock.now();
     const current = this.windows.get(address);
     const window = current && now - current.start < WINDOW_MS ? current : { start: now, count: 0 };
@@ -37,8 +40,8 @@ export class ClientRate {
   }
 
   /** Seconds until the address's window ends (for the reply text). */
-  retryAfterSeconds(address: string): number {
-    const window = this.windows.get(address);
+  retryAfterSeconds(client: string): number {
+    const window = this.windows.get(rateLimitKey(client));
     return window ? Math.max(1, Math.ceil((window.start + WINDOW_MS - this.clock.now()) / 1000)) : 1;
   }
 

@@ -4,6 +4,12 @@
  * and rollups follow in the same transaction), or add the recipient to the
  * suppression list for a one-click unsubscribe.
  *
+ * The suppression list is the account's, shared by both modes and deciding
+ * which live mail leaves; a sandbox key may not write it (docs/security.md).
+ * So a sandbox message's unsubscribe link answers as a live one does but
+ * leaves the list alone: otherwise a sandbox send to any address, then a POST
+ * to its own /u/ link, would suppress that address for live mail.
+ *
  * Tracking URLs need no key, so anyone holding one can replay it: each message
  * records at most MAX_EVENTS_PER_TYPE opens and clicks; beyond that requests are
  * still answered but not recorded, which bounds what a replay can write.
@@ -95,11 +101,19 @@ export async function recordClick(deps: AppDeps, messageId: string, url: string,
   return recorded;
 }
 
-/** One-click unsubscribe: suppresses the message's recipient for its account. Undefined when the message is unknown. */
+/**
+ * One-click unsubscribe: suppresses a live message's recipient for its account
+ * (`added` false when already listed, or for a sandbox message, which changes
+ * nothing). Undefined when the message is unknown.
+ */
 export async function unsubscribeRecipient(deps: AppDeps, messageId: string): Promise<{ email: string; added: boolean } | undefined> {
   return deps.db.transaction(async (trx) => {
     const message = await findTrackedMessage(trx, messageId);
     if (!message) return undefined;
+    if (message.mode !== 'live') {
+      deps.log.info({ messageId, mode: message.mode }, 'unsubscribe from a sandbox message: the suppression list is not changed');
+      return { email: message.toEmail, added: false };
+    }
     const added = await addSuppression(
       trx,
       { accountId: message.accountId, email: message.toEmail, reason: 'unsubscribe', sourceMessageId: messageId },

@@ -89,7 +89,8 @@ export function registerTrackingRoutes(api: ApiRouter, deps: AppDeps): void {
     method: 'post', path: '/u/{token}', scope: null, tag: 'Tracking', extension: true,
     summary: 'One-click unsubscribe (RFC 8058)',
     description: 'Adds the recipient to the account\'s suppression list with reason `unsubscribe`. The body ' +
-      '(`List-Unsubscribe=One-Click` from mail providers, or the confirmation form) is not needed.',
+      '(`List-Unsubscribe=One-Click` from mail providers, or the confirmation form) is not needed. ' +
+      'For a sandbox message the answer is the same and the suppression list is not changed.',
     params: tokenParams,
     responses: { 200: { description: 'Unsubscribed (HTML page)', contentType: 'text/html', schema: z.string() }, 404: { description: 'Unknown or altered token' } },
     async handler({ params }) {

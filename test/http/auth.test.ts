@@ -138,10 +138,27 @@ describe('failed authentication is slowed down per address', () => {
     }
   });
 
+  test('a guesser rotating through the addresses of one IPv6 /64 is throttled as one client after 20 bad keys', async () => {
+    // Behind a trusted proxy the client address is X-Forwarded-For's last entry: the one way to test other
+    // addresses than loopback. The limiter sees them as the proxy reports them.
+    const app = await startTestApp({ http: { trustProxy: true }, rateLimit: { authFailuresPerMinute: 20 } });
+    try {
+      const bad = app.api.withKey('svc_test_' + 'B'.repeat(40));
+      const from = (address: string) => ({ 'x-forwarded-for': address });
+      for (let i = 1; i <= 20; i++) assert.equal((await bad.get('/v1/account', from(`2001:db8:1:2::${i.toString(16)}`))).status, 401);
+      const rotated = await bad.get('/v1/account', from('2001:db8:1:2:ffff:ffff:ffff:ffff'));
+      assert.equal(rotated.status, 429, 'a fresh address in the same /64 is the same client');
+      assert.equal((await bad.get('/v1/account', from('2001:db8:1:3::1'))).status, 401, 'the next /64 is another client');
+      assert.equal((await app.api.get('/v1/account', from('2001:db8:1:2::99'))).status, 200, 'a valid key from the /64 still works');
+    } finally {
+      await app.stop();
+    }
+  });
+
   test('failures from 25,000 rotating addresses keep at most 10,000 in memory, and expired ones are pruned', () => {
     const clock = new FakeClock();
     const limiter = new AuthFailureLimiter(clock, 20);
-    for (let i = 0; i < 25_000; i++) limiter.recordFailure(`2001:db8::${i.toString(16)}`);
+    for (let i = 0; i < 25_000; i++) limiter.recordFailure(`2001:db8:${i.toString(16)}::1`);
     assert.ok(limiter.size <= AuthFailureLimiter.MAX_ADDRESSES, `${limiter.size} addresses remembered`);
     clock.advance(61_000);
     limiter.recordFailure('192.0.2.1');

@@ -6,7 +6,7 @@ import { ClientRate, MAX_TRACKED_ADDRESSES } from '../../src/smtp/client-rate';
 
 test('a flood from 20 000 source addresses keeps the per-address map at its bound', () => {
   const rate = new ClientRate(new FakeClock(), 5);
-  for (let i = 0; i < 20_000; i++) assert.equal(rate.take(`2001:db8::${i.toString(16)}`), true);
+  for (let i = 0; i < 20_000; i++) assert.equal(rate.take(`2001:db8:${i.toString(16)}::1`), true);
   assert.equal(rate.tracked, MAX_TRACKED_ADDRESSES);
 });
 

@@ -6,15 +6,16 @@ import { FakeClock } from '../../src/clock';
 import { instrumentMessage } from '../../src/tracking/instrument';
 import { signToken, trackingKey } from '../../src/tracking/tokens';
 import { MAX_EVENTS_PER_TYPE } from '../../src/tracking/record';
+import type { Mode } from '../../src/auth/scopes';
 import { startTestApp, TestApp } from '../support/app';
 import { parseMail } from '../support/mail';
 import { defaultAccountId, insertMessage, SeededMessage } from '../analytics/fixtures';
 
 const NOW = Date.UTC(2026, 4, 4, 10, 0, 0);
 
-async function trackedMessage(app: TestApp, html: string): Promise<{ message: SeededMessage; html: string; raw: Buffer }> {
+async function trackedMessage(app: TestApp, html: string, mode: Mode = 'test'): Promise<{ message: SeededMessage; html: string; raw: Buffer }> {
   const message = await insertMessage(app.db, {
-    accountId: await defaultAccountId(app.db), createdAt: NOW, toEmail: 'jane.doe@example.org', tags: ['welcome'],
+    accountId: await defaultAccountId(app.db), createdAt: NOW, toEmail: 'jane.doe@example.org', tags: ['welcome'], mode,
   });
   const raw = await new MailComposer({ from: 'app@sender.example', to: message.toEmail, subject: 'Hi', text: 'hi', html }).compile().build();
   const instrumented = await instrumentMessage(raw, {
@@ -110,9 +111,9 @@ test('a signed link whose message is gone still redirects, and records nothing',
     assert.equal((await events(app, 'message.clicked')).length, 0);
   }));
 
-test('one-click unsubscribe: GET shows a confirmation form, POST adds the recipient to the suppression list', () =>
+test('one-click unsubscribe: GET shows a confirmation form, POST adds a live message\'s recipient to the suppression list', () =>
   withApp(async (app) => {
-    const { message, raw } = await trackedMessage(app, '<p>news</p>');
+    const { message, raw } = await trackedMessage(app, '<p>news</p>', 'live');
     const url = /List-Unsubscribe:\s+<([^>]+)>/.exec(raw.toString())?.[1] as string;
     assert.ok(url.startsWith(`${app.http.url}/u/`));
 
@@ -134,6 +135,17 @@ test('one-click unsubscribe: GET shows a confirmation form, POST adds the recipi
     assert.equal(suppression.status, 200);
     assert.equal(suppression.body.reason, 'unsubscribe');
     assert.equal(suppression.body.source_message_id, message.id);
+  }));
+
+test('a POST to a sandbox message\'s unsubscribe link answers like a live one but leaves the account\'s suppression list alone', () =>
+  withApp(async (app) => {
+    const { raw } = await trackedMessage(app, '<p>news</p>', 'test');
+    const url = /List-Unsubscribe:\s+<([^>]+)>/.exec(raw.toString())?.[1] as string;
+    const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'List-Unsubscribe=One-Click' });
+    assert.equal(res.status, 200);
+    assert.match(await res.text(), /j\*\*\*@example\.org/);
+    assert.equal((await app.api.get('/v1/suppressions/jane.doe@example.org')).status, 404, 'not suppressed for live mail');
+    assert.equal(Number((await app.db('suppressions').count({ n: '*' }).first())?.n), 0);
   }));
 
 test(`a replayed pixel is recorded at most ${MAX_EVENTS_PER_TYPE} times per message`, () =>
