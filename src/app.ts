@@ -13,9 +13,8 @@ import { Config, ConfigInput, parseConfig } from './config';
 import { Db, migrateLatest, openDatabase } from './db';
 import { attachReader, openReader } from './db/reader';
 import { Writer } from './db/writer';
-import { checkpointWorker } from './db/checkpoint';
 import type { AppDeps } from './deps';
-import { createLogger } from './logger';
+import { createLogger, type Logger } from './logger';
 import { createMetrics, type Metrics, MetricsListener, startMetricsListener } from './metrics';
 import { Signals } from './signals';
 import { SecuritySettings } from './auth/settings';
@@ -51,7 +50,7 @@ export async function createApp(input: Config | ConfigInput = {}, options: AppOp
   const config = parseConfig(input);
   const clock = options.clock ?? systemClock;
   const log = createLogger(config.log.level, options.logStream);
-  const db = openDatabase(config, undefined, { autoCheckpoint: false }); // checkpoints run on a timer (db/checkpoint.ts)
+  const db = openDatabase(config, undefined, { autoCheckpoint: false }); // the writer checkpoints between its commits
   await migrateLatest(db);
   const bootstrapKey = await bootstrapIfEmpty(db, clock.now());
   const reader = openReader(config);
@@ -62,7 +61,7 @@ export async function createApp(input: Config | ConfigInput = {}, options: AppOp
     config,
     db,
     reader,
-    writer: createWriter(db, config, appMetrics),
+    writer: createWriter(db, config, appMetrics, log),
     clock,
     log,
     metrics: appMetrics,
@@ -73,7 +72,7 @@ export async function createApp(input: Config | ConfigInput = {}, options: AppOp
   };
 
   for (const sink of MODULES.flatMap((m) => m.eventSinks ?? [])) addEventSink(sink);
-  const workers: Worker[] = [...MODULES.flatMap((m) => m.workers?.(deps) ?? []), checkpointWorker(config, log)];
+  const workers: Worker[] = MODULES.flatMap((m) => m.workers?.(deps) ?? []);
   const listeners: Record<string, Listener> = {};
   let metrics: MetricsListener | undefined;
   try {
@@ -120,13 +119,16 @@ export async function createApp(input: Config | ConfigInput = {}, options: AppOp
 }
 
 /** The shared writer, with `pigeon_writer_commit_weight` showing how much each commit carried. */
-function createWriter(db: Db, config: Config, metrics: Metrics): Writer {
+function createWriter(db: Db, config: Config, metrics: Metrics, log: Logger): Writer {
   const { groupCommit, groupCommitWindowMs, groupCommitMaxMessages } = config.messages;
   const weight = new Histogram({
     name: 'pigeon_writer_commit_weight', help: 'Work (messages) committed per writer transaction',
     buckets: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000], registers: [metrics.registry],
   });
-  return new Writer(db, { maxWeight: groupCommit ? groupCommitMaxMessages : 1, windowMs: groupCommitWindowMs, onCommit: (_n, w) => weight.observe(w) });
+  return new Writer(db, {
+    maxWeight: groupCommit ? groupCommitMaxMessages : 1, windowMs: groupCommitWindowMs, onCommit: (_n, w) => weight.observe(w),
+    checkpointMs: 1000, onCheckpointError: (err) => log.warn({ err }, 'WAL checkpoint failed; the next one will try again'),
+  });
 }
 
 function formatHost(host: string): string {

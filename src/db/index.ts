@@ -6,9 +6,9 @@
  *
  * Tuned for the one writer (writer.ts): a 64 MiB page cache, so the hot pages
  * of the queue and its indexes stay in memory as tables grow; reads through a
- * 256 MiB memory map; no automatic checkpoint on commit (the server runs a
- * passive one on a timer from its own connection, checkpoint.ts, so no commit
- * waits for it); and a WAL truncated back to 64 MiB after a checkpoint.
+ * 256 MiB memory map; no automatic checkpoint inside a commit (the server's
+ * writer runs a passive one between its groups, after their callers were
+ * answered: writer.ts); and a WAL truncated back to 64 MiB after a checkpoint.
  * `synchronous = FULL` (the default) makes each commit survive power loss;
  * accepts and delivery outcomes share commits, so they share that guarantee.
  */
@@ -29,7 +29,7 @@ export function databaseFile(config: Config): string {
 }
 
 /**
- * `autoCheckpoint: false` for the server's writer, whose checkpoints run on a timer elsewhere; tools (the CLI)
+ * `autoCheckpoint: false` for the server's writer, which checkpoints between its commits; tools (the CLI)
  * keep SQLite's automatic one, since no timer runs for them.
  */
 export function openDatabase(config: Config, filename = databaseFile(config), options: { autoCheckpoint?: boolean } = {}): Db {
@@ -38,20 +38,26 @@ export function openDatabase(config: Config, filename = databaseFile(config), op
   ensurePrivateDir(path.dirname(filename));
   ensurePrivateFile(filename);
   const { synchronous, busyTimeoutMs } = config.database;
+  return sqliteKnex(filename, 1,
+    `PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = ${busyTimeoutMs};` +
+    ` PRAGMA synchronous = ${synchronous}; ${CACHE_PRAGMAS} PRAGMA journal_size_limit = 67108864;` +
+    ` PRAGMA wal_autocheckpoint = ${autoCheckpoint ? 1000 : 0};`);
+}
+
+/** Page cache and memory map, for the writer and the readers alike. */
+export const CACHE_PRAGMAS = 'PRAGMA cache_size = -65536; PRAGMA mmap_size = 268435456;';
+
+/** A knex instance on `filename` with up to `connections` connections, each set up by `pragmas`. */
+export function sqliteKnex(filename: string, connections: number, pragmas: string): Db {
   return knex({
     client: 'sqlite3',
     connection: { filename },
     useNullAsDefault: true,
     pool: {
       min: 1,
-      max: 1,
+      max: connections,
       afterCreate(conn: { exec(sql: string, cb: (err: Error | null) => void): void }, done: (err: Error | null, conn: unknown) => void) {
-        conn.exec(
-          `PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = ${busyTimeoutMs};` +
-            ` PRAGMA synchronous = ${synchronous}; PRAGMA cache_size = -65536; PRAGMA mmap_size = 268435456;` +
-            ` PRAGMA journal_size_limit = 67108864; PRAGMA wal_autocheckpoint = ${autoCheckpoint ? 1000 : 0};`,
-          (err) => done(err, conn),
-        );
+        conn.exec(pragmas, (err) => done(err, conn));
       },
     },
     migrations: { directory: MIGRATIONS_DIR, loadExtensions: ['.js'] },

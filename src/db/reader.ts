@@ -10,9 +10,8 @@
  * while a transaction or a CLI handle (nothing attached) reads from itself,
  * which keeps reads inside a transaction consistent with its writes.
  */
-import knex from 'knex';
 import type { Config } from '../config';
-import { databaseFile, Db, Queryable } from './index';
+import { CACHE_PRAGMAS, databaseFile, Db, Queryable, sqliteKnex } from './index';
 
 /**
  * Two connections: a cache miss of the auth or send path (one indexed read) need not wait behind a GET's
@@ -22,19 +21,8 @@ import { databaseFile, Db, Queryable } from './index';
 export const READER_CONNECTIONS = 2;
 
 export function openReader(config: Config, filename = databaseFile(config)): Db {
-  return knex({
-    client: 'sqlite3',
-    connection: { filename },
-    useNullAsDefault: true,
-    pool: {
-      min: 1,
-      max: READER_CONNECTIONS,
-      afterCreate(conn: { exec(sql: string, cb: (err: Error | null) => void): void }, done: (err: Error | null, conn: unknown) => void) {
-        // journal_mode is a property of the file (the writer set WAL); query_only makes a stray write fail loudly.
-        conn.exec(`PRAGMA query_only = ON; PRAGMA busy_timeout = ${config.database.busyTimeoutMs};`, (err) => done(err, conn));
-      },
-    },
-  });
+  // journal_mode is a property of the file (the writer set WAL); query_only makes a stray write fail loudly.
+  return sqliteKnex(filename, READER_CONNECTIONS, `PRAGMA query_only = ON; PRAGMA busy_timeout = ${config.database.busyTimeoutMs}; ${CACHE_PRAGMAS}`);
 }
 
 const readers = new WeakMap<Queryable, Db>();

@@ -32,6 +32,13 @@ export interface WriterOptions {
   windowMs: number;
   /** Each commit: pieces of work and their summed weight (metrics). */
   onCommit?(pieces: number, weight: number): void;
+  /**
+   * Run a PASSIVE WAL checkpoint on the writer's own connection at most this often, between groups (after
+   * their callers were answered) and once more when the writer falls idle; 0: never (SQLite's automatic
+   * checkpoint does it inside a commit instead). See checkpoint() for why it must be this connection.
+   */
+  checkpointMs?: number;
+  onCheckpointError?(err: unknown): void;
 }
 
 export class Writer {
@@ -39,6 +46,8 @@ export class Writer {
   private scheduled = false;
   private running = false;
   private idle: Array<() => void> = [];
+  private lastCheckpoint = performance.now();
+  private idleCheckpoint?: NodeJS.Timeout;
 
   constructor(
     private readonly db: Db,
@@ -60,6 +69,7 @@ export class Writer {
   }
 
   private kick(): void {
+    clearTimeout(this.idleCheckpoint);
     if (this.running || this.scheduled) return;
     this.scheduled = true;
     const start = () => {
@@ -73,11 +83,46 @@ export class Writer {
   private async drain(): Promise<void> {
     this.running = true;
     try {
-      while (this.queue.length) await this.commit(this.take());
+      while (this.queue.length) {
+        await this.commit(this.take());
+        if (performance.now() - this.lastCheckpoint >= (this.options.checkpointMs || Infinity)) await this.checkpoint();
+      }
     } finally {
       this.running = false;
       for (const resolve of this.idle.splice(0)) resolve();
     }
+    this.checkpointWhenIdle();
+  }
+
+  /**
+   * Copies the WAL into the database file. It runs on the writer's connection, between transactions: SQLite
+   * can start the WAL over only when a writer begins a transaction after a checkpoint copied every frame, so
+   * a checkpoint from another connection while this one writes back to back would let the WAL grow without
+   * end. PASSIVE never waits for readers; what they still need is copied next time.
+   */
+  private async checkpoint(): Promise<void> {
+    this.lastCheckpoint = performance.now();
+    try {
+      await this.db.raw('PRAGMA wal_checkpoint(PASSIVE)');
+    } catch (err) {
+      this.options.onCheckpointError?.(err);
+    }
+  }
+
+  /** After a burst, one more checkpoint once the writer has been idle for a while, so the WAL does not stay long. */
+  private checkpointWhenIdle(): void {
+    if (!this.options.checkpointMs) return;
+    clearTimeout(this.idleCheckpoint);
+    this.idleCheckpoint = setTimeout(() => {
+      if (this.running || this.scheduled || this.queue.length) return;
+      this.running = true;
+      void this.checkpoint().finally(() => {
+        this.running = false;
+        for (const resolve of this.idle.splice(0)) resolve();
+        if (this.queue.length) this.kick();
+      });
+    }, this.options.checkpointMs);
+    this.idleCheckpoint.unref();
   }
 
   /** The next group: queued work up to maxWeight (always at least one piece). */

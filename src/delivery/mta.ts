@@ -7,7 +7,7 @@
  * functions set at wiring time (modules.ts).
  */
 import type { AppDeps } from '../deps';
-import { openDatabase, type Db } from '../db';
+import type { Db } from '../db';
 import type { Worker } from '../modules';
 import { assemble, type DeliveryHooks } from './assemble';
 import type { Transact } from './commit';
@@ -38,7 +38,7 @@ export class Mta implements Worker {
   private readonly owner = newLeaseOwner();
   private readonly pipeline: PipelineDeps;
   private readonly transact: Transact;
-  /** A second SQLite connection for reads: in WAL mode they need not queue behind a group commit. */
+  /** The app's read-only connections (deps.reader): in WAL mode reads need not queue behind the writer. */
   private readonly reader: Db;
   private readonly signer: Signer;
   private readonly inflight = new Set<Promise<void>>();
@@ -59,7 +59,7 @@ export class Mta implements Worker {
     hooks: Partial<DeliveryHooks> = {},
   ) {
     this.transact = (work) => deps.writer.run(work);
-    this.reader = openDatabase(deps.config);
+    this.reader = deps.reader; // the app's read-only connections: WAL reads never queue behind the writer
     this.hooks = {
       prepareContent: hooks.prepareContent ?? unchanged,
       signingKeys: hooks.signingKeys ?? noSigningKeys,
@@ -94,7 +94,6 @@ export class Mta implements Worker {
     await this.pumping;
     await Promise.allSettled([...this.inflight]);
     this.pool.close();
-    await this.reader.destroy();
     await this.signer.close();
   }
 
