@@ -182,11 +182,11 @@ export const configSchema = z.strictObject({
   }).prefault({}).describe('Sending limits and per-account caps.'),
   messages: z.strictObject({
     groupCommit: z.boolean().default(true)
-      .describe('Commit sends that arrive together in one transaction; each is still answered only after the commit that holds it.'),
+      .describe('The shared writer commits work that arrives together (sends, delivery outcomes, events) in one transaction; each caller is still answered only after the commit that holds its work. Off: one transaction per piece of work.'),
     groupCommitWindowMs: z.number().int().min(0).max(50).default(0)
-      .describe('How long the first send of a group waits for others before its commit starts (0: the next event-loop turn).'),
+      .describe('How long the writer waits for more work before a group\'s commit starts (0: the next event-loop turn).'),
     groupCommitMaxMessages: z.number().int().min(1).max(10_000).default(1000)
-      .describe('Most messages (recipient copies) written in one group commit.'),
+      .describe('Most work, counted in messages (recipient copies), in one writer transaction.'),
   }).prefault({}).describe('Accepting messages (send API and SMTP submission).'),
   rateLimit: z.strictObject({
     requestsPerSecond: z.number().positive().default(100).describe('Sustained API requests per second per key.'),

@@ -5,13 +5,14 @@ import { FakeClock } from '../../src/clock';
 import { enqueueRaw } from '../../src/messages';
 import { ApiError } from '../../src/http/errors';
 import { startTestApp, TestApp } from '../support/app';
-import { addVerifiedDomain, counts, defaultAccountId } from './helpers';
+import { addVerifiedDomain, counts, defaultAccountId, pauseDelivery } from './helpers';
 
 const clock = new FakeClock(Date.UTC(2026, 0, 5, 9, 0, 0));
 let app: TestApp;
 let accountId: string;
 before(async () => {
   app = await startTestApp({ hostname: 'mx.pigeon.test', limits: { maxMessageBytes: 20_000 } }, { clock });
+  await pauseDelivery(app); // rows are counted: the MTA must not add events while a test looks
   accountId = await defaultAccountId(app);
   await addVerifiedDomain(app, accountId, 'example.com');
 });
