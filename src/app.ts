@@ -158,7 +158,7 @@ async function shutdown(parts: { server: http.Server; listeners: Record<string, 
     deps.log.warn({ timeoutMs: timeout }, 'shutdown timed out; closing remaining connections');
     server.closeAllConnections();
   }
-  await deps.writer.drained(); // work already handed to the writer is committed before the database closes
+  await deps.writer.close(); // work already handed to the writer is committed before the database closes
   await Promise.all([deps.reader.destroy(), db.destroy()]);
   deps.log.info('pigeon stopped');
   deps.log.flush?.();

@@ -48,6 +48,7 @@ export class Writer {
   private idle: Array<() => void> = [];
   private lastCheckpoint = performance.now();
   private idleCheckpoint?: NodeJS.Timeout;
+  private closed = false;
 
   constructor(
     private readonly db: Db,
@@ -60,6 +61,13 @@ export class Writer {
       this.queue.push({ work, weight, resolve: resolve as (v: unknown) => void, reject });
       this.kick();
     });
+  }
+
+  /** Waits for work already handed over, then stops checkpointing: the database may close after this. */
+  async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.idleCheckpoint);
+    await this.drained();
   }
 
   /** Resolves when nothing is queued or being written (tests, shutdown). */
@@ -111,7 +119,7 @@ export class Writer {
 
   /** After a burst, one more checkpoint once the writer has been idle for a while, so the WAL does not stay long. */
   private checkpointWhenIdle(): void {
-    if (!this.options.checkpointMs) return;
+    if (!this.options.checkpointMs || this.closed) return;
     clearTimeout(this.idleCheckpoint);
     this.idleCheckpoint = setTimeout(() => {
       if (this.running || this.scheduled || this.queue.length) return;
