@@ -71,7 +71,18 @@ export async function signMessage(raw: Buffer, key: SigningKey, now: number): Pr
 }
 
 export function withSignatures(raw: Buffer, made: Signatures): SignResult {
-  return 'error' in made ? made : { raw: Buffer.concat([Buffer.from(made.headers, 'latin1'), raw]), note: made.note };
+  return 'error' in made ? made : { raw: Buffer.concat([Buffer.from(made.headers, 'latin1'), withHeaderEnd(raw)]), note: made.note };
+}
+
+/**
+ * A message that is all header fields (raw MIME relayed over SMTP can be) gets the blank line that ends its
+ * header section: without it a verifier cannot tell where the signed fields end, and reports no signature. The
+ * body stays empty, so the body hash signed for it holds.
+ */
+function withHeaderEnd(raw: Buffer): Buffer {
+  const text = raw.toString('latin1');
+  if (/^\r?\n/.test(text) || /\r?\n\r?\n/.test(text)) return raw;
+  return Buffer.concat([raw, Buffer.from(/\r?\n$/.test(text) ? '\r\n' : '\r\n\r\n', 'latin1')]);
 }
 
 /** What the signing threads compute: only the header lines cross back, not the message. */

@@ -25,6 +25,9 @@ const MESSAGES: Record<string, string> = {
   '8-bit content in headers and body': 'From: Jörg <a@shop.test>\r\nTo: b@dest.test\r\nSubject: Grüße\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: 8bit\r\n\r\nGrüße aus Köln — ✓\r\n',
   'repeated header fields': 'From: a@shop.test\r\nTo: b@dest.test\r\nTo: c@dest.test\r\nSubject: one\r\nSubject: two\r\n\r\nx\r\n',
   'one-click unsubscribe headers': 'From: a@shop.test\r\nTo: b@dest.test\r\nSubject: s\r\nList-Unsubscribe: <https://u.test/x>\r\nList-Unsubscribe-Post: List-Unsubscribe=One-Click\r\n\r\nx\r\n',
+  // raw MIME relayed over SMTP may end with its headers: the signed bytes gain the blank line that ends them
+  'headers and no blank line after them': 'From: a@shop.test\r\nTo: b@dest.test\r\nSubject: headers only\r\n',
+  'headers without a final line end': 'From: a@shop.test\r\nTo: b@dest.test\r\nSubject: headers only',
 };
 
 /** What the receiver sees: SMTP transmission turns every line end into CRLF. */
