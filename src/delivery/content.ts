@@ -58,8 +58,9 @@ export class ContentPreparer {
    * preparing costs no commit of its own; retries then read them back.
    */
   async prepare(job: Job): Promise<Prepared> {
-    const row = job.preloaded ? job.preloaded.content : await this.deps.db('message_contents').where({ id: job.contentId }).first('raw', 'signed');
-    if (job.preloaded) job.preloaded.content = null; // the bytes live on in `stored`; the job need not hold them
+    const preloaded = job.preloaded?.content;
+    const row = preloaded !== undefined ? preloaded : await this.deps.db('message_contents').where({ id: job.contentId }).first('raw', 'signed');
+    if (job.preloaded) job.preloaded.content = undefined; // the bytes live on in `stored`; the job need not hold them
     if (!row) return { missing: true };
     const stored = toBuffer(row.raw);
     if (row.signed) return { raw: stored };

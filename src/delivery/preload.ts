@@ -2,23 +2,30 @@
  * Reads for a claimed batch, done once for the batch: which recipients are
  * suppressed and the stored content of each job, with one query each (on the
  * reader connection), instead of two queries per message on its way out.
- * Copies of one send share their content row, so it is read once.
+ * Copies of one send share their content row, so it is read once. Contents
+ * over PRELOAD_MAX_BYTES are left to the prepare step, one at a time, so a
+ * batch of 50 large messages does not arrive in memory all at once.
  */
 import type { Queryable } from '../db';
 import { normalizeEmail, suppressedAmong } from '../suppressions/store';
 import type { Job } from './types';
 
+export const PRELOAD_MAX_BYTES = 1024 * 1024;
+
 export async function preload(db: Queryable, jobs: Job[]): Promise<void> {
   if (!jobs.length) return;
   const suppressed = await suppressedAmong(db, jobs.map((j) => ({ accountId: j.accountId, email: j.toEmail })));
-  const contents = new Map<string, { raw: Buffer; signed: boolean }>();
+  const contents = new Map<string, { raw: Buffer; signed: boolean } | undefined>();
   const ids = [...new Set(jobs.map((j) => j.contentId))];
   for (let i = 0; i < ids.length; i += 500) {
-    const rows: Array<{ id: string; raw: Buffer | string; signed: number | boolean }> = await db('message_contents')
-      .whereIn('id', ids.slice(i, i + 500)).select('id', 'raw', 'signed');
-    for (const r of rows) contents.set(r.id, { raw: Buffer.isBuffer(r.raw) ? r.raw : Buffer.from(r.raw), signed: Boolean(r.signed) });
+    const rows: Array<{ id: string; raw: Buffer | string | null; signed: number | boolean }> = await db('message_contents')
+      .whereIn('id', ids.slice(i, i + 500))
+      .select('id', 'signed', db.raw('case when size <= ? then raw end as raw', [PRELOAD_MAX_BYTES]));
+    for (const r of rows) contents.set(r.id, r.raw === null ? undefined : { raw: Buffer.isBuffer(r.raw) ? r.raw : Buffer.from(r.raw), signed: Boolean(r.signed) });
   }
   for (const job of jobs) {
-    job.preloaded = { suppressed: suppressed.has(`${job.accountId} ${normalizeEmail(job.toEmail)}`), content: contents.get(job.contentId) ?? null };
+    // a content id the query did not return has no row (null); one returned without bytes is read later (undefined)
+    const content = contents.has(job.contentId) ? contents.get(job.contentId) : null;
+    job.preloaded = { suppressed: suppressed.has(`${job.accountId} ${normalizeEmail(job.toEmail)}`), content };
   }
 }

@@ -33,8 +33,11 @@ export interface Job {
   sendAt: number | null;
   /** signed bytes made by the prepare step, written with the outcome (content.ts) */
   pendingContent?: ContentWrite;
-  /** read with the other jobs of its claim (preload.ts): is the recipient suppressed, the stored content */
-  preloaded?: { suppressed: boolean; content: { raw: Buffer; signed: boolean } | null };
+  /**
+   * Read with the other jobs of its claim (preload.ts): is the recipient suppressed, and the stored content
+   * (null: there is none; undefined: not read with the batch, as large contents are not).
+   */
+  preloaded?: { suppressed: boolean; content?: { raw: Buffer; signed: boolean } | null };
 }
 
 /** A write the record step makes in its transaction on behalf of the prepare step. */

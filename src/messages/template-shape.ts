@@ -32,6 +32,8 @@ export interface TemplateBounds {
 
 /** Refuses a source that is too long, too deep or has too many parts (422 naming `param`); else its shape. */
 export function checkTemplateSource(source: string, field: string, param: string, limits: TemplateBounds): TemplateShape {
+  // Text without `{{` is never compiled (render.ts sends it as it is): only the message size bounds it.
+  if (!source.includes('{{')) return { parts: 0, depth: 0 };
   const bytes = Buffer.byteLength(source, 'utf8');
   if (bytes > limits.templateSourceBytes) {
     throw unprocessable('template_too_large', `the ${field} template is ${bytes} bytes; the limit is ${limits.templateSourceBytes}`, param);

@@ -9,12 +9,13 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createKey, startTestApp, TestApp, ApiClient } from '../support/app';
-import { counts, simpleSend, withLoopWatch } from './helpers';
+import { counts, pauseDelivery, simpleSend, withLoopWatch } from './helpers';
 
 let app: TestApp;
 let live: ApiClient;
 before(async () => {
   app = await startTestApp({ limits: { templatesPerAccount: 3 } });
+  await pauseDelivery(app); // rows are counted: accepted sends must not gain events while a test looks
   live = app.api.withKey(await createKey(app, 'live', ['messages:send']));
 });
 after(() => app.stop());
@@ -88,10 +89,16 @@ test('a stored template of {{a}} 300 times, sent with a 1 MB value, is refused w
 });
 
 test('a template over the 512 KiB source limit is refused with 422 template_too_large, stored or inline', async () => {
-  const big = 'y'.repeat(512 * 1024 + 1);
+  const big = `{{name}}${'y'.repeat(512 * 1024 + 1)}`;
   const res = await assertRefused(live, '/v1/templates', { name: 'big', subject: 's', text: big }, 422, 'text', 'template_too_large');
   assert.match(res.body.error.message, /524288/);
   await assertRefused(app.api, '/v1/messages/send', simpleSend({ html: big }), 422, 'html', 'template_too_large');
+});
+
+test('a body over the template source limit without {{ is no template: it is sent, bounded by the message size only', async () => {
+  const plain = 'y'.repeat(600 * 1024);
+  const res = await app.api.post('/v1/messages/send', simpleSend({ text: plain }));
+  assert.equal(res.status, 202, res.text);
 });
 
 test('partials and {{#*inline}} decorators are refused: templates cannot define or call partials', async () => {
