@@ -52,3 +52,21 @@ export async function forkBenchServer<Ready>(script: string, args: string[], std
       }),
   };
 }
+
+/**
+ * The server side of the same protocol: answers `stats` with this process's CPU time and peak RSS, and on `stop`
+ * closes the app, runs `cleanup` (e.g. removes a temporary dataDir) and exits.
+ */
+export function answerBenchParent(app: { close(): Promise<void> }, cleanup: () => void = () => undefined): void {
+  process.on('message', async (msg: { type: string }) => {
+    if (msg.type === 'stats') {
+      const cpu = process.cpuUsage();
+      process.send?.({ type: 'stats', maxRssKb: process.resourceUsage().maxRSS, cpuMs: (cpu.user + cpu.system) / 1000 } satisfies ServerStats & { type: string });
+    }
+    if (msg.type === 'stop') {
+      await app.close();
+      cleanup();
+      process.exit(0);
+    }
+  });
+}

@@ -13,6 +13,7 @@ import path from 'node:path';
 import { createApp } from '../src/app';
 import { createKey } from '../src/auth/keys';
 import { SCOPES } from '../src/auth/scopes';
+import { answerBenchParent } from './child';
 
 export interface DeliveryServerReady {
   type: 'ready';
@@ -37,17 +38,7 @@ async function main(): Promise<void> {
     rateLimit: { requestsPerSecond: 1e6, burst: 1e6 },
   });
   if (process.argv[3] === 'accept-only') await Promise.all(app.workers.map((w) => w.stop()));
-  process.on('message', async (msg: { type: string }) => {
-    if (msg.type === 'stats') {
-      const cpu = process.cpuUsage();
-      process.send?.({ type: 'stats', maxRssKb: process.resourceUsage().maxRSS, cpuMs: (cpu.user + cpu.system) / 1000 });
-    }
-    if (msg.type === 'stop') {
-      await app.close();
-      if (ownDir) fs.rmSync(dataDir, { recursive: true, force: true });
-      process.exit(0);
-    }
-  });
+  answerBenchParent(app, () => ownDir && fs.rmSync(dataDir, { recursive: true, force: true }));
   // A live key with every scope, as `pigeon keys create --mode live --scopes all` makes (a sandbox key cannot).
   const account = await app.db('accounts').where({ name: 'default' }).first('id');
   const { secret } = await createKey(app.db, { accountId: account.id, name: 'bench admin', mode: 'live', scopes: [...SCOPES] }, Date.now());

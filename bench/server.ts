@@ -12,6 +12,7 @@ import { createApp } from '../src/app';
 import { createKey } from '../src/auth/keys';
 import { SCOPES } from '../src/auth/scopes';
 import { newId } from '../src/ids';
+import { answerBenchParent } from './child';
 
 export interface ServerReady {
   type: 'ready';
@@ -36,17 +37,7 @@ async function main(): Promise<void> {
   const now = Date.now();
   await app.db('domains').insert({ id: newId('dom'), account_id: account.id, name: 'example.com', status: 'verified', created_at: now, verified_at: now });
   const { secret } = await createKey(app.db, { accountId: account.id, name: 'bench', mode: 'live', scopes: [...SCOPES] }, now);
-  process.on('message', async (msg: { type: string }) => {
-    if (msg.type === 'stats') {
-      const cpu = process.cpuUsage();
-      process.send?.({ type: 'stats', maxRssKb: process.resourceUsage().maxRSS, cpuMs: (cpu.user + cpu.system) / 1000 });
-    }
-    if (msg.type === 'stop') {
-      await app.close();
-      fs.rmSync(dataDir, { recursive: true, force: true });
-      process.exit(0);
-    }
-  });
+  answerBenchParent(app, () => fs.rmSync(dataDir, { recursive: true, force: true }));
   process.send?.({ type: 'ready', url: app.http.url, key: secret, smtpPort: app.listeners['smtp-submission'].port, metricsUrl: app.metrics?.url ?? '' } satisfies ServerReady);
 }
 

@@ -12,6 +12,7 @@ import { createApp } from '../src/app';
 import { createAccount } from '../src/auth/accounts';
 import { createKey } from '../src/auth/keys';
 import { SCOPES } from '../src/auth/scopes';
+import { answerBenchParent } from './child';
 
 export interface ContentionReady {
   type: 'ready';
@@ -23,7 +24,7 @@ export interface ContentionReady {
 async function main(): Promise<void> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'pigeon-bench-'));
   const app = await createApp({
-    dataDir, log: { level: 'warn' }, http: { port: 0 }, smtp: { submission: { port: 0 }, inbound: { port: 0 } },
+    dataDir, log: { level: 'warn' }, http: { port: 0 }, smtp: { submission: { port: 0 }, inbound: { port: 0 } }, metrics: { port: 0 },
     rateLimit: { requestsPerSecond: 1e6, burst: 1e6 }, suppressions: { uploadMaxBytes: 512 * 2 ** 20 },
   }, { logStream: new Writable({ write: (_c, _e, cb) => cb() }) });
   await Promise.all(app.workers.map((w) => w.stop()));
@@ -31,17 +32,7 @@ async function main(): Promise<void> {
   const a = await app.db('accounts').first('id');
   const b = await createAccount(app.db, 'bench-other', now);
   const key = async (accountId: string) => (await createKey(app.db, { accountId, name: 'bench', mode: 'live', scopes: [...SCOPES] }, now)).secret;
-  process.on('message', async (msg: { type: string }) => {
-    if (msg.type === 'stats') {
-      const cpu = process.cpuUsage();
-      process.send?.({ type: 'stats', maxRssKb: process.resourceUsage().maxRSS, cpuMs: (cpu.user + cpu.system) / 1000 });
-    }
-    if (msg.type === 'stop') {
-      await app.close();
-      fs.rmSync(dataDir, { recursive: true, force: true });
-      process.exit(0);
-    }
-  });
+  answerBenchParent(app, () => fs.rmSync(dataDir, { recursive: true, force: true }));
   process.send?.({ type: 'ready', url: app.http.url, uploaderKey: await key(a.id), otherKey: await key(b.id) } satisfies ContentionReady);
 }
 
