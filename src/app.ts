@@ -4,6 +4,7 @@
  * close(). main.ts only loads config and calls this; tests call it with port 0
  * and a temporary dataDir.
  */
+import { Handoff } from './delivery/handoff';
 import http from 'node:http';
 import { Histogram } from 'prom-client';
 import type { AddressInfo } from 'node:net';
@@ -62,6 +63,7 @@ export async function createApp(input: Config | ConfigInput = {}, options: AppOp
     db,
     reader,
     writer: createWriter(db, config, appMetrics, log),
+    handoff: new Handoff(),
     clock,
     log,
     metrics: appMetrics,

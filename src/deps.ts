@@ -6,6 +6,7 @@ import type { Clock } from './clock';
 import type { Config } from './config';
 import type { Db } from './db';
 import type { Writer } from './db/writer';
+import type { Handoff } from './delivery/handoff';
 import type { Logger } from './logger';
 import type { Metrics } from './metrics';
 import type { Signals } from './signals';
@@ -19,6 +20,8 @@ export interface AppDeps {
   reader: Db;
   /** The batching writer every hot-path write goes through (src/db/writer.ts). */
   writer: Writer;
+  /** Fresh sends to the MTA in memory, already leased in the accept transaction (src/delivery/handoff.ts). */
+  handoff: Handoff;
   clock: Clock;
   log: Logger;
   metrics: Metrics;

@@ -18,8 +18,20 @@ import { attachBuffer } from './buffer';
 
 export type Work<T> = (trx: Tx) => Promise<T>;
 
+/**
+ * Work that goes better many at once: every item of one kind queued for a
+ * transaction reaches `run` together (after the plain work of that
+ * transaction), so n outcomes can be one UPDATE instead of n. `run` answers
+ * each item in order.
+ */
+export interface BatchKind<I, R> {
+  readonly name: string;
+  run(trx: Tx, items: I[]): Promise<R[]>;
+}
+
 interface Pending {
-  work: Work<unknown>;
+  work?: Work<unknown>;
+  batch?: { kind: BatchKind<unknown, unknown>; item: unknown };
   weight: number;
   resolve(value: unknown): void;
   reject(err: unknown): void;
@@ -59,6 +71,14 @@ export class Writer {
   run<T>(work: Work<T>, weight = 1): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.queue.push({ work, weight, resolve: resolve as (v: unknown) => void, reject });
+      this.kick();
+    });
+  }
+
+  /** Queues `item` for its kind's next batch; resolves with its own answer once that transaction committed. */
+  batch<I, R>(kind: BatchKind<I, R>, item: I, weight = 1): Promise<R> {
+    return new Promise<R>((resolve, reject) => {
+      this.queue.push({ batch: { kind: kind as BatchKind<unknown, unknown>, item }, weight, resolve: resolve as (v: unknown) => void, reject });
       this.kick();
     });
   }
@@ -149,8 +169,7 @@ export class Writer {
     try {
       results = await this.db.transaction(async (trx) => {
         const buffer = attachBuffer(trx);
-        const out: unknown[] = [];
-        for (const p of group) out.push(await p.work(trx));
+        const out = await runGroup(trx, group);
         await buffer.flush(trx);
         return out;
       });
@@ -164,4 +183,24 @@ export class Writer {
     this.options.onCommit?.(group.length, group.reduce((s, p) => s + p.weight, 0));
     group.forEach((p, i) => p.resolve(results[i]));
   }
+}
+
+/** Plain work in the order it came, then each batch kind once with all its items; answers in the group's order. */
+async function runGroup(trx: Tx, group: Pending[]): Promise<unknown[]> {
+  const out: unknown[] = new Array(group.length);
+  const batches = new Map<BatchKind<unknown, unknown>, number[]>();
+  for (let i = 0; i < group.length; i++) {
+    const { work, batch } = group[i];
+    if (work) out[i] = await work(trx);
+    else if (batch) {
+      const list = batches.get(batch.kind);
+      if (list) list.push(i);
+      else batches.set(batch.kind, [i]);
+    }
+  }
+  for (const [kind, indexes] of batches) {
+    const answers = await kind.run(trx, indexes.map((i) => group[i].batch!.item));
+    indexes.forEach((i, j) => (out[i] = answers[j]));
+  }
+  return out;
 }

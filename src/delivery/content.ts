@@ -10,8 +10,10 @@
  *    signs, copies in flight at the same time wait for that signature, later
  *    ones read the stored bytes.
  *
- * The signed bytes are stored with the outcome of the first attempt (record
- * step), in its transaction; every retry sends exactly those bytes.
+ * The signed bytes are stored with the outcome of the first attempt when it
+ * is a deferral (record step), in its transaction; every retry sends exactly
+ * those bytes. A first attempt that ends the message (delivered, bounced)
+ * stores only the note of how it was signed, on the message.
  *
  * A sandbox message from a domain without a key goes out unsigned, and the
  * content row says so (`dkim` column), as does the log.
@@ -77,6 +79,7 @@ export class ContentPreparer {
     }
     const signed = await pending;
     job.pendingContent = {
+      note: signed.note,
       write: async (trx) => {
         // The first copy to record stores the signature; a sibling's later write finds it signed and changes nothing.
         await trx('message_contents').where({ id: contentId, signed: false }).update({ raw: signed.bytes, size: signed.bytes.length, signed: true, dkim: signed.note });
@@ -91,6 +94,7 @@ export class ContentPreparer {
     const id = newId('cnt');
     const now = this.deps.clock.now();
     job.pendingContent = {
+      note: signed.note,
       write: async (trx) => {
         await trx('message_contents').insert({ id, raw: signed.bytes, size: signed.bytes.length, signed: true, dkim: signed.note, created_at: now });
         await trx('messages').where({ id: job.id }).update({ content_id: id });

@@ -10,13 +10,14 @@ import type { AppDeps } from '../deps';
 import type { Db } from '../db';
 import type { Worker } from '../modules';
 import { assemble, type DeliveryHooks } from './assemble';
-import type { Transact } from './commit';
+import type { Submit, Transact } from './commit';
 import { preload } from './preload';
 import { unchanged } from './content';
 import { noSigningKeys } from './dkim';
 import type { DeliveryMetrics } from './metrics';
 import { deliver, type PipelineDeps } from './pipeline';
-import { claim, newLeaseOwner, nextWakeAt, releaseStaleLeases } from './queue';
+import { claim, newLeaseOwner, nextWakeAt, releaseStaleLeases, toJob, type MessageRow } from './queue';
+import type { Grant, HandoffTaker } from './handoff';
 import { recordOutcome, type Recorded } from './record';
 import type { Signer } from './signer';
 import type { SmtpPool } from './smtp-pool';
@@ -30,7 +31,7 @@ const MAX_SLEEP_MS = 60 * 60_000;
 /** While messages are in flight, how often the queue is looked at for retries falling due. */
 const BUSY_CHECK_MS = 1000;
 
-export class Mta implements Worker {
+export class Mta implements Worker, HandoffTaker {
   readonly name = 'delivery';
   readonly hooks: DeliveryHooks;
   readonly pool: SmtpPool;
@@ -38,18 +39,25 @@ export class Mta implements Worker {
   private readonly owner = newLeaseOwner();
   private readonly pipeline: PipelineDeps;
   private readonly transact: Transact;
+  private readonly submit: Submit;
   /** The app's read-only connections (deps.reader): in WAL mode reads need not queue behind the writer. */
   private readonly reader: Db;
   private readonly signer: Signer;
   private readonly inflight = new Set<Promise<void>>();
+  /** handed-over copies being launched (runOnce and shutdown wait for them too) */
+  private readonly handing = new Set<Promise<void>>();
   private claims = 0;
+  /** slots promised to accepted batches whose copies are not launched yet (handoff.ts) */
+  private reserved = 0;
+  /** wake-ups so far: runOnce claims again after a full look only when one came (the queue changed) */
+  private kicks = 0;
   private running = false;
   private stopped: Promise<void> | undefined;
   private ready: Promise<void> = Promise.resolve();
   private pumping: Promise<void> | null = null;
   private again = false;
   private pumpScheduled = false;
-  /** the last claim found fewer due rows than it asked for; only a kick (signal, timer) looks again */
+  /** the last claim found fewer due rows than it asked for and nothing woke us since; only a kick looks again */
   private drained = false;
   private timer?: NodeJS.Timeout;
   private unsubscribe: Array<() => void> = [];
@@ -59,6 +67,7 @@ export class Mta implements Worker {
     hooks: Partial<DeliveryHooks> = {},
   ) {
     this.transact = (work) => deps.writer.run(work);
+    this.submit = (kind, item) => deps.writer.batch(kind, item);
     this.reader = deps.reader; // the app's read-only connections: WAL reads never queue behind the writer
     this.hooks = {
       prepareContent: hooks.prepareContent ?? unchanged,
@@ -75,6 +84,8 @@ export class Mta implements Worker {
     this.ready = releaseStaleLeases(this.deps.db, this.deps.clock.now()).then(
       (n) => {
         if (n) this.deps.log.info({ messages: n }, 'returned messages left in flight by the previous run to the queue');
+        // Only now: the release above would otherwise hand rows leased to us back to the queue.
+        if (this.running) this.deps.handoff.attach(this);
         this.kick();
       },
       (err) => this.deps.log.error({ err }, 'could not release stale queue leases'),
@@ -88,10 +99,12 @@ export class Mta implements Worker {
 
   private async shutdown(): Promise<void> {
     this.running = false;
+    this.deps.handoff.detach(this);
     for (const off of this.unsubscribe) off();
     clearTimeout(this.timer);
     await this.ready;
     await this.pumping;
+    await Promise.allSettled([...this.handing]);
     await Promise.allSettled([...this.inflight]);
     this.pool.close();
     await this.signer.close();
@@ -102,17 +115,21 @@ export class Mta implements Worker {
     await this.ready;
     for (;;) {
       if (this.pumping) await this.pumping;
-      if (this.inflight.size) {
-        await Promise.allSettled([...this.inflight]);
+      if (this.inflight.size || this.handing.size) {
+        await Promise.allSettled([...this.inflight, ...this.handing]);
         continue;
       }
-      const claimed = await this.claimAndLaunch();
-      if (claimed === 0 && !this.pumping && this.inflight.size === 0) return;
+      // A look on the reader first: the claim, a write, only when something is due (a test's clock moves
+      // without our timers, so the drained flag cannot tell).
+      const at = await nextWakeAt(this.reader);
+      if (at === null || at > this.deps.clock.now()) return;
+      if ((await this.claimAndLaunch()) === 0 && !this.inflight.size) return;
     }
   }
 
   /** New work may be due (a signal, the timer, start): look at the queue now. */
   private kick(): void {
+    this.kicks++;
     this.drained = false;
     this.schedulePump();
   }
@@ -145,15 +162,46 @@ export class Mta implements Worker {
 
   /** Fills free slots until the queue has nothing due (drained), then arranges the next look. */
   private async pump(): Promise<void> {
-    while (this.running && !this.drained && this.freeSlots() > 0) {
-      const asked = this.freeSlots();
-      if ((await this.claimAndLaunch()) < asked) this.drained = true;
-    }
+    while (this.running && !this.drained && this.freeSlots() > 0) await this.claimAndLaunch();
     if (this.running && this.drained) await this.armTimer();
   }
 
   private freeSlots(): number {
-    return this.deps.config.delivery.concurrency - this.inflight.size;
+    return this.deps.config.delivery.concurrency - this.inflight.size - this.reserved;
+  }
+
+  /** The accept path offers copies due now: take what free slots allow, leased to us in its transaction. */
+  reserve(wanted: number, now: number): Grant | null {
+    const count = Math.min(wanted, this.freeSlots());
+    if (!this.running || count <= 0) return null;
+    this.reserved += count;
+    let open = true;
+    const release = (): void => {
+      if (open) this.reserved -= count;
+      open = false;
+    };
+    return {
+      owner: `${this.owner}.${++this.claims}`,
+      expiresAt: now + this.deps.config.delivery.leaseSeconds * 1000,
+      count,
+      hand: (rows, contents) => {
+        if (!open) return;
+        const handing = this.takeHanded(rows as unknown as MessageRow[], contents).finally(() => {
+          release();
+          this.handing.delete(handing);
+        });
+        this.handing.add(handing);
+      },
+      cancel: release,
+    };
+  }
+
+  /** Launches handed-over copies (their slots stay reserved until they are in flight). */
+  private async takeHanded(rows: MessageRow[], contents: ReadonlyMap<string, Buffer>): Promise<void> {
+    if (!this.running) return; // stopping: the leases lapse and a later claim (or the next start) takes them
+    const jobs = rows.map(toJob);
+    await preload(this.reader, jobs, contents).catch((err) => this.deps.log.warn({ err }, 'preloading handed-over messages failed; each reads its own'));
+    for (const job of jobs) this.launch(job);
   }
 
   private async claimAndLaunch(): Promise<number> {
@@ -165,7 +213,11 @@ export class Mta implements Worker {
       leaseMs: this.deps.config.delivery.leaseSeconds * 1000,
       limit,
     };
+    const kicksBefore = this.kicks;
     const jobs = await this.transact((trx) => claim(trx, request));
+    // Fewer rows than asked: the claim saw every due row, unless a wake-up came meanwhile (a send committed
+    // with the claim or after it), which must not be lost.
+    if (jobs.length < limit && this.kicks === kicksBefore) this.drained = true;
     await preload(this.reader, jobs);
     for (const job of jobs) this.launch(job);
     return jobs.length;
@@ -217,7 +269,7 @@ export class Mta implements Worker {
       outcome = { kind: 'deferred', attempt: null, diagnostic: `internal error: ${(err as Error).message}` };
     }
     try {
-      const recorded = await recordOutcome({ transact: this.transact, clock: this.deps.clock, config: this.deps.config }, job, outcome);
+      const recorded = await recordOutcome({ submit: this.submit, clock: this.deps.clock, config: this.deps.config }, job, outcome);
       this.observe(job, outcome, recorded);
     } finally {
       job.pendingContent?.settled?.();
@@ -231,7 +283,8 @@ export class Mta implements Worker {
     }
     this.metrics.deliveries.inc({ result: recorded.result });
     if (recorded.result === 'delivered') this.metrics.latency.observe((this.deps.clock.now() - (job.sendAt ?? job.createdAt)) / 1000);
-    if (recorded.events) this.deps.signals.emit('webhooksChanged');
+    // New webhook rows wake the dispatcher from their own commit (webhooks/sink.ts): events with no webhook
+    // subscribed cost no look at the webhook queue.
     const attempt = 'attempt' in outcome ? outcome.attempt : null;
     this.deps.log.info(
       { messageId: job.id, result: recorded.result, mx: attempt?.mx, sourceIp: attempt?.sourceIp, tls: attempt?.tls, reply: attempt?.response },

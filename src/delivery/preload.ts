@@ -12,11 +12,13 @@ import type { Job } from './types';
 
 export const PRELOAD_MAX_BYTES = 1024 * 1024;
 
-export async function preload(db: Queryable, jobs: Job[]): Promise<void> {
+/** `known`: content bytes the caller already holds (a batch just accepted), by content id: not read again. */
+export async function preload(db: Queryable, jobs: Job[], known: ReadonlyMap<string, Buffer> = new Map()): Promise<void> {
   if (!jobs.length) return;
   const suppressed = await suppressedAmong(db, jobs.map((j) => ({ accountId: j.accountId, email: j.toEmail })));
   const contents = new Map<string, { raw: Buffer; signed: boolean } | undefined>();
-  const ids = [...new Set(jobs.map((j) => j.contentId))];
+  for (const [id, raw] of known) if (raw.length <= PRELOAD_MAX_BYTES) contents.set(id, { raw, signed: false });
+  const ids = [...new Set(jobs.map((j) => j.contentId))].filter((id) => !contents.has(id));
   for (let i = 0; i < ids.length; i += 500) {
     const rows: Array<{ id: string; raw: Buffer | string | null; signed: number | boolean }> = await db('message_contents')
       .whereIn('id', ids.slice(i, i + 500))

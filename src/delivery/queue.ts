@@ -66,7 +66,7 @@ export async function queueDepth(db: Queryable): Promise<Record<string, number>>
   return Object.fromEntries(rows.map((r) => [r.status, Number(r.n)]));
 }
 
-interface MessageRow {
+export interface MessageRow {
   id: string;
   account_id: string;
   mode: 'test' | 'live';
@@ -88,7 +88,7 @@ interface MessageRow {
   send_at: number | null;
 }
 
-function toJob(r: MessageRow): Job {
+export function toJob(r: MessageRow): Job {
   return {
     id: r.id,
     accountId: r.account_id,

@@ -1,15 +1,18 @@
 /**
  * Record step of the pipeline: the outcome of one attempt becomes the
  * message's new state, its attempt row, its events, (for hard bounces and
- * complaints) a suppression and (before the first attempt's outcome) its
- * signed content, all in one transaction, and only while we still hold the
- * row's lease. A deferral past the queue lifetime becomes a soft
+ * complaints) a suppression and (for a first deferral) its signed content,
+ * all in one transaction, and only while we still hold the row's lease.
+ * Outcomes are a batch kind of the writer: all those of one transaction are
+ * one UPDATE (leave.ts). A deferral past the queue lifetime becomes a soft
  * bounce here.
  */
 import type { Clock } from '../clock';
 import type { Config } from '../config';
 import type { Tx } from '../db';
-import type { Transact } from './commit';
+import type { Submit } from './commit';
+import type { BatchKind } from '../db/writer';
+import { leaveAll, type LeaveUpdate } from './leave';
 import { iso } from '../clock';
 import { insertRows } from '../db/buffer';
 import { messageEventData, recordEvent } from '../events/record';
@@ -20,7 +23,7 @@ import { nextAttemptAt, SANDBOX_UNIT_MS } from './retry';
 import type { AttemptInfo, Bounce, Job, Outcome } from './types';
 
 export interface RecordDeps {
-  transact: Transact;
+  submit: Submit;
   clock: Clock;
   config: Config;
   random?: () => number;
@@ -32,48 +35,85 @@ export interface Recorded {
   events: number;
 }
 
+interface OutcomeItem {
+  job: Job;
+  final: Final;
+  now: number;
+}
+
 export async function recordOutcome(deps: RecordDeps, job: Job, outcome: Outcome): Promise<Recorded | null> {
   if (outcome.kind === 'dropped') return null;
   const final = expireIfOverdue(deps, job, outcome);
-  return deps.transact(async (trx): Promise<Recorded | null> => {
-    const now = deps.clock.now();
-    // Only while the lease is ours; the signed content (prepare step) is stored in the same transaction.
-    const leave: Leave = async (update) => {
-      const changed = await trx('messages')
-        .where({ id: job.id, lease_owner: job.leaseOwner, status: 'sending' })
-        .update({ ...update, lease_owner: null, lease_expires_at: null, updated_at: now });
-      if (changed && job.pendingContent) await job.pendingContent.write(trx);
-      return changed > 0;
-    };
-    switch (final.kind) {
-      case 'suppressed': {
-        if (!(await leave({ status: 'suppressed', next_attempt_at: null }))) return null;
-        await rollupCounter(trx, { ...job, at: now }, 'suppressed'); // not an event, but counted in analytics
-        if (job.mode === 'live') await refundUsage(trx, job.accountId, job.createdAt, 1); // suppressed sends are never billed
-        return { result: 'suppressed', events: 0 };
-      }
-      case 'failed':
-        return (await leave({ status: 'failed', next_attempt_at: null, last_response: final.diagnostic })) ? { result: 'failed', events: 0 } : null;
-      case 'wait': {
-        const status = job.attempts > 0 ? 'deferred' : 'queued';
-        return (await leave({ status, next_attempt_at: final.retryAt, last_response: final.reason })) ? { result: 'waiting', events: 0 } : null;
-      }
-      case 'deferred': {
-        if (!(await leave({ status: 'deferred', next_attempt_at: final.next, attempts: job.attempts + 1, last_response: final.diagnostic }))) return null;
-        await insertAttempt(trx, job, final.attempt, 'deferred', now);
-        await rollupCounter(trx, { ...job, at: now }, 'deferred');
-        return { result: 'deferred', events: 0 };
-      }
-      case 'bounced':
-        return recordBounce(trx, job, final, now, leave);
-      case 'delivered':
-        return recordDelivery(trx, job, final, now, leave);
-    }
-  });
+  return deps.submit(outcomes, { job, final, now: deps.clock.now() });
 }
 
-/** Takes the message out of our hands with these column changes; false when the lease is no longer ours. */
-type Leave = (update: Record<string, unknown>) => Promise<boolean>;
+/** Every outcome of one writer transaction: one lease-guarded UPDATE (leave.ts), then what each one adds. */
+export const outcomes: BatchKind<OutcomeItem, Recorded | null> = {
+  name: 'delivery outcomes',
+  async run(trx, items) {
+    const plans = items.map(plan);
+    const ours = await leaveAll(trx, plans.map((p, i) => ({ id: items[i].job.id, leaseOwner: items[i].job.leaseOwner, update: p.update, at: items[i].now })));
+    const answers: Array<Recorded | null> = [];
+    for (const [i, p] of plans.entries()) {
+      const { job, now } = items[i];
+      if (!ours.has(job.id)) {
+        answers.push(null);
+        continue;
+      }
+      // Signed bytes are kept only for the retry a deferral promises: every retry sends exactly them.
+      if (p.update.status === 'deferred' && job.pendingContent) await job.pendingContent.write(trx);
+      answers.push(await p.then(trx, now));
+    }
+    return answers;
+  },
+};
+
+interface Plan {
+  update: LeaveUpdate;
+  /** what the outcome adds once the row is known to have been ours */
+  then(trx: Tx, now: number): Promise<Recorded>;
+}
+
+function plan({ job, final, now }: OutcomeItem): Plan {
+  const dkim = job.pendingContent?.note;
+  const leave = (update: LeaveUpdate): LeaveUpdate => ({ ...update, dkim });
+  switch (final.kind) {
+    case 'suppressed':
+      return {
+        update: leave({ status: 'suppressed', next_attempt_at: null, attempts: job.attempts }),
+        async then(trx, at) {
+          await rollupCounter(trx, { ...job, at }, 'suppressed'); // not an event, but counted in analytics
+          if (job.mode === 'live') await refundUsage(trx, job.accountId, job.createdAt, 1); // suppressed sends are never billed
+          return { result: 'suppressed', events: 0 };
+        },
+      };
+    case 'failed':
+      return { update: leave({ status: 'failed', next_attempt_at: null, attempts: job.attempts, last_response: final.diagnostic }), then: async () => ({ result: 'failed', events: 0 }) };
+    case 'wait': {
+      const status = job.attempts > 0 ? 'deferred' : 'queued';
+      return { update: { status, next_attempt_at: final.retryAt, attempts: job.attempts, last_response: final.reason }, then: async () => ({ result: 'waiting', events: 0 }) };
+    }
+    case 'deferred':
+      return {
+        update: leave({ status: 'deferred', next_attempt_at: final.next, attempts: job.attempts + 1, last_response: final.diagnostic }),
+        async then(trx, at) {
+          await insertAttempt(trx, job, final.attempt, 'deferred', at);
+          await rollupCounter(trx, { ...job, at }, 'deferred');
+          return { result: 'deferred', events: 0 };
+        },
+      };
+    case 'bounced': {
+      const attempts = job.attempts + (final.attempt ? 1 : 0);
+      const update = leave({ status: 'bounced', bounced_at: now, next_attempt_at: null, attempts, last_response: final.bounce.diagnostic });
+      return { update, then: (trx, at) => recordBounce(trx, job, final, at) };
+    }
+    case 'delivered': {
+      const update = leave({ status: 'delivered', sent_at: now, delivered_at: now, next_attempt_at: null, attempts: job.attempts + 1, last_response: final.attempt.response });
+      return { update, then: (trx, at) => recordDelivery(trx, job, final, at) };
+    }
+  }
+}
+
 type Final = Exclude<Outcome, { kind: 'dropped' | 'deferred' }> | { kind: 'deferred'; attempt: AttemptInfo | null; diagnostic: string; next: number };
 
 /** A deferral with no retry left before the queue lifetime ends is a soft bounce (category expired). */
@@ -96,10 +136,8 @@ function expireIfOverdue(deps: RecordDeps, job: Job, outcome: Exclude<Outcome, {
   return { kind: 'bounced', attempt: outcome.attempt, bounce, attemptOutcome: 'deferred' };
 }
 
-async function recordBounce(trx: Tx, job: Job, o: Extract<Outcome, { kind: 'bounced' }>, now: number, leave: Leave): Promise<Recorded | null> {
+async function recordBounce(trx: Tx, job: Job, o: Extract<Outcome, { kind: 'bounced' }>, now: number): Promise<Recorded> {
   const { bounce } = o;
-  const attempts = job.attempts + (o.attempt ? 1 : 0);
-  if (!(await leave({ status: 'bounced', bounced_at: now, next_attempt_at: null, attempts, last_response: bounce.diagnostic }))) return null;
   await insertAttempt(trx, job, o.attempt, o.attemptOutcome ?? 'bounced', now);
   await recordEvent(trx, {
     ...eventBase(job, now),
@@ -119,9 +157,7 @@ async function recordBounce(trx: Tx, job: Job, o: Extract<Outcome, { kind: 'boun
   return { result: bounce.type === 'hard' ? 'bounced_hard' : 'bounced_soft', events: 1 };
 }
 
-async function recordDelivery(trx: Tx, job: Job, o: Extract<Outcome, { kind: 'delivered' }>, now: number, leave: Leave): Promise<Recorded | null> {
-  const update = { status: 'delivered', sent_at: now, delivered_at: now, next_attempt_at: null, attempts: job.attempts + 1, last_response: o.attempt.response };
-  if (!(await leave(update))) return null;
+async function recordDelivery(trx: Tx, job: Job, o: Extract<Outcome, { kind: 'delivered' }>, now: number): Promise<Recorded> {
   await insertAttempt(trx, job, o.attempt, 'delivered', now);
   const sent = { sent_at: iso(now), ...(o.attempt.mx ? { mx_host: o.attempt.mx } : {}), ...(o.attempt.sourceIp ? { source_ip: o.attempt.sourceIp } : {}) };
   await recordEvent(trx, { ...eventBase(job, now), type: 'message.sent', data: messageEventData(job, sent) });

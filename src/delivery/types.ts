@@ -40,8 +40,12 @@ export interface Job {
   preloaded?: { suppressed: boolean; content?: { raw: Buffer; signed: boolean } | null };
 }
 
-/** A write the record step makes in its transaction on behalf of the prepare step. */
+/**
+ * What the prepare step leaves for the record step: the note of how the bytes were signed (kept on the
+ * message), and the write that stores the signed bytes, made only when a retry may follow.
+ */
 export interface ContentWrite {
+  note: string;
   write(trx: Tx): Promise<void>;
   /** called once the outcome is recorded (or could not be) */
   settled?(): void;

@@ -5,7 +5,8 @@
  * transaction (the writer's, shared with concurrent work: src/db/writer.ts). Only after
  * that commit does the caller answer; then the delivery worker is woken.
  * From here the row is the hand-off: the worker claims rows whose
- * next_attempt_at has come.
+ * next_attempt_at has come, except copies due at once that it agreed to take
+ * in memory (delivery/handoff.ts), which are written already leased to it.
  */
 import { Counter } from 'prom-client';
 import type { AppDeps } from '../deps';
@@ -16,6 +17,7 @@ import type { Mode } from '../auth/scopes';
 import { addUsage } from '../auth/usage';
 import { messageEventData, recordEvent } from '../events/record';
 import { insertRows } from '../db/buffer';
+import type { Grant, Lease } from '../delivery/handoff';
 
 export interface NewContent {
   id: string;
@@ -83,10 +85,12 @@ function partsFor(deps: AppDeps): AcceptParts {
 export const statusOf = (batch: Pick<AcceptBatch, 'sendAt' | 'now'>): 'queued' | 'scheduled' =>
   batch.sendAt !== null && batch.sendAt > batch.now ? 'scheduled' : 'queued';
 
-function messageRow(batch: AcceptBatch, m: NewMessage) {
+function messageRow(batch: AcceptBatch, m: NewMessage, lease?: Lease) {
   const status = statusOf(batch);
   return {
-    id: m.id, account_id: batch.accountId, mode: batch.mode, status, batch_id: batch.batchId, content_id: m.contentId,
+    id: m.id, account_id: batch.accountId, mode: batch.mode, batch_id: batch.batchId, content_id: m.contentId,
+    // a copy the MTA takes in memory is written already leased to it (delivery/handoff.ts)
+    ...(lease ? { status: 'sending', lease_owner: lease.owner, lease_expires_at: lease.expiresAt } : { status }),
     from_email: m.fromEmail, from_name: m.fromName, to_email: m.toEmail, to_name: m.toName, rcpt_type: m.rcptType,
     recipient_domain: m.recipientDomain, sending_domain: batch.sendingDomain, domain_verified: batch.domainVerified,
     cc: toJson(m.cc), subject: m.subject, tags: toJson(batch.tags), metadata: toJson(batch.metadata), ip_pool: batch.ipPool,
@@ -97,13 +101,18 @@ function messageRow(batch: AcceptBatch, m: NewMessage) {
   };
 }
 
+/** The batch's message rows; the first `grant.count` copies leased to the MTA that granted them. */
+export function messageRows(batch: AcceptBatch, grant: Grant | null = null): Array<Record<string, unknown>> {
+  return batch.messages.map((m, i) => messageRow(batch, m, grant && i < grant.count ? grant : undefined));
+}
+
 /**
  * Writes one batch inside `trx`: its contents, messages and queued events (kept by the writer and inserted
  * with the other batches of its transaction, many rows per statement) and its billable usage.
  */
-export async function writeBatch(trx: Tx, batch: AcceptBatch): Promise<void> {
+export async function writeBatch(trx: Tx, batch: AcceptBatch, rows = messageRows(batch)): Promise<void> {
   await insertRows(trx, 'message_contents', batch.contents.map((c) => ({ id: c.id, raw: c.raw, size: c.raw.length, signed: false, created_at: batch.now })));
-  await insertRows(trx, 'messages', batch.messages.map((m) => messageRow(batch, m)));
+  await insertRows(trx, 'messages', rows);
   await recordQueuedEvents(trx, batch);
   if (batch.mode === 'live') await addUsage(trx, batch.accountId, batch.now, batch.messages.length);
 }
@@ -125,12 +134,20 @@ async function recordQueuedEvents(trx: Tx, batch: AcceptBatch): Promise<void> {
  */
 export async function acceptBatch(deps: AppDeps, batch: AcceptBatch, alsoInTx?: (trx: Tx) => Promise<void>): Promise<AcceptedMessage[]> {
   const { accepted } = partsFor(deps);
-  await deps.writer.run(async (trx) => {
-    await writeBatch(trx, batch);
-    if (alsoInTx) await alsoInTx(trx);
-  }, batch.messages.length);
+  const grant = statusOf(batch) === 'queued' ? deps.handoff.reserve(batch.messages.length, batch.now) : null;
+  const rows = messageRows(batch, grant);
+  try {
+    await deps.writer.run(async (trx) => {
+      await writeBatch(trx, batch, rows);
+      if (alsoInTx) await alsoInTx(trx);
+    }, batch.messages.length);
+  } catch (err) {
+    grant?.cancel();
+    throw err;
+  }
   accepted.inc({ mode: batch.mode, source: batch.source }, batch.messages.length);
-  deps.signals.emit('queueChanged');
+  if (grant) grant.hand(rows.slice(0, grant.count), new Map(batch.contents.map((c) => [c.id, c.raw])));
+  if (!grant || grant.count < rows.length) deps.signals.emit('queueChanged');
   const status = statusOf(batch);
   return batch.messages.map((m) => ({ id: m.id, to: m.toEmail, status }));
 }

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { parseConfig } from '../../src/config';
 import { openDatabase, type Db } from '../../src/db';
 import { insertRows } from '../../src/db/buffer';
-import { Writer } from '../../src/db/writer';
+import { Writer, type BatchKind } from '../../src/db/writer';
 
 describe('the batched writer', () => {
   let dir: string;
@@ -85,6 +85,38 @@ describe('the batched writer', () => {
     const results = await Promise.allSettled(['c1', 'c2', 'dup', 'c3', 'c4'].map((id) => insert(id)));
     assert.deepEqual(results.map((r) => r.status), ['fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
     assert.equal((await reader('items').whereIn('id', ['c1', 'c2', 'c3', 'c4'])).length, 4);
+  });
+
+  it('batch items of one kind reach their handler together, once per transaction, each answered in order', async () => {
+    const calls: string[][] = [];
+    const setN: BatchKind<{ id: string; n: number }, number> = {
+      name: 'set n',
+      async run(trx, items) {
+        calls.push(items.map((i) => i.id));
+        for (const i of items) await trx('items').where({ id: i.id }).update({ n: i.n });
+        return items.map((i) => i.n * 10);
+      },
+    };
+    await Promise.all(['f1', 'f2', 'f3'].map((id) => insert(id)));
+    calls.length = 0;
+    const answers = await Promise.all([writer.batch(setN, { id: 'f1', n: 1 }), insert('f4'), writer.batch(setN, { id: 'f2', n: 2 }), writer.batch(setN, { id: 'f3', n: 3 })]);
+    assert.deepEqual(answers, [10, undefined, 20, 30]);
+    assert.deepEqual(calls, [['f1', 'f2', 'f3']]);
+    assert.deepEqual((await reader('items').whereIn('id', ['f1', 'f2', 'f3']).orderBy('id')).map((r: { n: number }) => r.n), [1, 2, 3]);
+  });
+
+  it('a batch whose handler fails on one item is split until that item alone fails; the rest commit', async () => {
+    const strict: BatchKind<string, string> = {
+      name: 'strict',
+      async run(trx, ids) {
+        for (const id of ids) if (id === 'g-bad') throw new Error('bad item');
+        await insertRows(trx, 'items', ids.map((id) => ({ id, n: 0 })));
+        return ids.map((id) => `ok ${id}`);
+      },
+    };
+    const results = await Promise.allSettled(['g1', 'g2', 'g-bad', 'g3', 'g4'].map((id) => writer.batch(strict, id)));
+    assert.deepEqual(results.map((r) => (r.status === 'fulfilled' ? r.value : (r.reason as Error).message)), ['ok g1', 'ok g2', 'bad item', 'ok g3', 'ok g4']);
+    assert.deepEqual((await reader('items').where('id', 'like', 'g%').orderBy('id')).map((r: { id: string }) => r.id), ['g1', 'g2', 'g3', 'g4']);
   });
 
   it('drained() waits for work already handed over', async () => {

@@ -50,8 +50,8 @@ describe('DKIM with an Ed25519 second key, end to end', () => {
       const verified = await publishAndVerify(world, added.body as DomainBody);
       assert.equal(verified.status, 'verified');
       assert.deepEqual(await deliverOne(world, sink, 3), [[ed.selector, 'ed25519-sha256', 'pass'], [world.selector, 'rsa-sha256', 'pass']]);
-      const content = await world.app.db('message_contents').orderBy('created_at', 'desc').first('dkim');
-      assert.match(content.dkim, new RegExp(`^d=${SENDER_DOMAIN} s=${world.selector} a=rsa-sha256, s=${ed.selector} a=ed25519-sha256$`));
+      const latest = await world.app.db('messages').orderBy('created_at', 'desc').first('dkim');
+      assert.match(latest.dkim, new RegExp(`^d=${SENDER_DOMAIN} s=${world.selector} a=rsa-sha256, s=${ed.selector} a=ed25519-sha256$`));
 
       const removed = await api.delete(`/v1/domains/${SENDER_DOMAIN}/dkim/ed25519`);
       assert.equal(removed.status, 200, removed.text);

@@ -6,7 +6,7 @@ import { startSmtpSink } from '../support/smtp-sink';
 import { verifyDkim } from '../support/mail';
 import { PRELOAD_MAX_BYTES, preload } from '../../src/delivery/preload';
 import { claim } from '../../src/delivery/queue';
-import { pointMx, sendMessage, startWorld } from './world';
+import { holdQueue, pointMx, sendMessage, startWorld } from './world';
 
 describe('batch reads of a claim', () => {
   it('a content over the preload bound is left to the prepare step, and a large and a small message both arrive signed', async () => {
@@ -14,6 +14,7 @@ describe('batch reads of a claim', () => {
     const world = await startWorld({ port: sink.port });
     try {
       pointMx(world.dns, 'dest.test', [{ name: 'mx.dest.test', address: '127.0.0.1' }]);
+      holdQueue(world); // this test claims by hand
       const bigBody = `${'A large line of text for a large message. '.repeat(60)}\n`.repeat(Math.ceil((PRELOAD_MAX_BYTES * 1.2) / 2520));
       await sendMessage(world, { to: 'big@dest.test', body: bigBody });
       await sendMessage(world, { to: 'small@dest.test', body: 'small' });

@@ -5,13 +5,13 @@ import fs from 'node:fs';
 import { Writable } from 'node:stream';
 import { createApp } from '../../src/app';
 import type { Mta } from '../../src/delivery/mta';
-import { ownTransaction } from '../../src/delivery/commit';
+import { ownBatch } from '../../src/delivery/commit';
 import { claim } from '../../src/delivery/queue';
 import { recordOutcome } from '../../src/delivery/record';
 import type { Outcome } from '../../src/delivery/types';
 import { scrapeMetrics, testConfig } from '../support/app';
 import { startSmtpSink } from '../support/smtp-sink';
-import { deliveryConfig, eventsOf, messageRow, pointMx, sendMessage, startWorld } from './world';
+import { deliveryConfig, eventsOf, holdQueue, messageRow, pointMx, sendMessage, startWorld } from './world';
 
 const delivered = (now: number): Outcome => ({
   kind: 'delivered',
@@ -24,7 +24,7 @@ describe('queue', () => {
     const world = await startWorld({ port: sink.port });
     const { dataDir } = world.app;
     pointMx(world.dns, 'dest.test', [{ name: 'mx.dest.test', address: '127.0.0.1' }]);
-    world.app.deps.signals.emit = () => {}; // keep the first MTA from picking it up
+    holdQueue(world); // keep the first MTA from picking it up
     const id = await sendMessage(world, { to: 'survivor@dest.test' });
     // What a process killed mid-send leaves behind: a live-looking lease of an owner that no longer exists.
     await world.app.db('messages').where({ id }).update({ status: 'sending', lease_owner: 'mta-dead.1', lease_expires_at: world.clock.now() + 600_000 });
@@ -46,9 +46,9 @@ describe('queue', () => {
   it('gives a row whose lease expired to the next claimer, and the late first owner records nothing', async () => {
     const world = await startWorld({ port: 9 });
     try {
-      world.app.deps.signals.emit = () => {};
+      holdQueue(world);
       const id = await sendMessage(world, { to: 'x@dest.test' });
-      const deps = { transact: ownTransaction(world.app.db), clock: world.clock, config: world.app.config };
+      const deps = { submit: ownBatch(world.app.db), clock: world.clock, config: world.app.config };
       const leaseMs = 1000;
       const [first] = await claim(world.app.db, { owner: 'a.1', now: world.clock.now(), leaseMs, limit: 10 });
       assert.equal(first.id, id);
@@ -116,7 +116,7 @@ describe('queue', () => {
   it('never hands one row to two concurrent claims', async () => {
     const world = await startWorld({ port: 9 });
     try {
-      world.app.deps.signals.emit = () => {};
+      holdQueue(world);
       for (let i = 0; i < 30; i++) await sendMessage(world, { to: `r${i}@dest.test` });
       const now = world.clock.now();
       const batches = await Promise.all(['a', 'b', 'c'].map((o) => claim(world.app.db, { owner: o, now, leaseMs: 60_000, limit: 12 })));

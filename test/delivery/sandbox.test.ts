@@ -24,6 +24,8 @@ async function untilSettled(world: World, id: string): Promise<string[]> {
   for (;;) {
     await world.mta.runOnce();
     const row = await messageRow(world, id);
+    // The running MTA's own timer (real time) may have claimed the retry since: let that run finish first.
+    if (row.status === 'sending') continue;
     statuses.push(row.status);
     if (row.next_attempt_at === null) return statuses;
     world.clock.set(Number(row.next_attempt_at));
@@ -41,9 +43,7 @@ describe('sandbox', () => {
       const events = await eventsOf(world, id);
       assert.deepEqual(events.map((e) => e.type), ['message.sent', 'message.delivered']);
       for (const e of events) assert.equal(e.data.sandbox, true);
-      const content = await world.app.db('message_contents').where({ id: row.content_id }).first();
-      assert.equal(content.dkim, `d=sender.test s=${world.selector} a=rsa-sha256`);
-      assert.match(content.raw.toString(), /^DKIM-Signature: /);
+      assert.equal(row.dkim, `d=sender.test s=${world.selector} a=rsa-sha256`);
       assert.equal((await attemptsOf(world, id))[0].mx_host, 'sandbox.pigeon.invalid');
     });
   });
@@ -54,9 +54,7 @@ describe('sandbox', () => {
       await world.mta.runOnce();
       const row = await messageRow(world, id);
       assert.equal(row.status, 'delivered');
-      const content = await world.app.db('message_contents').where({ id: row.content_id }).first();
-      assert.equal(content.dkim, 'unsigned: no DKIM key for keyless.test');
-      assert.doesNotMatch(content.raw.toString(), /DKIM-Signature/);
+      assert.equal(row.dkim, 'unsigned: no DKIM key for keyless.test');
       assert.ok(world.app.logs.some((l) => l.includes('no DKIM key for the From domain') && l.includes(id)));
     });
   });

@@ -111,6 +111,28 @@ export async function sendMessage(world: World, m: NewMessage & { to: string }):
   return (await sendBatch(world, m))[0];
 }
 
+/** Statements run on the app's writer connection while `work` runs (BEGIN and COMMIT included). */
+export async function statementsDuring(world: World, work: () => Promise<void>): Promise<string[]> {
+  const seen: string[] = [];
+  const count = (q: { sql: string }) => seen.push(q.sql);
+  world.app.db.on('query', count);
+  try {
+    await work();
+  } finally {
+    world.app.db.off('query', count);
+  }
+  return seen;
+}
+
+/**
+ * Keeps the running MTA from taking new sends by itself, for tests that claim rows by hand: no wake-up
+ * signal, and no copies handed over in memory at accept (delivery/handoff.ts).
+ */
+export function holdQueue(world: World): void {
+  world.app.deps.signals.emit = () => {};
+  world.app.deps.handoff.attach({ reserve: () => null });
+}
+
 export async function messageRow(world: World, id: string) {
   return world.app.db('messages').where({ id }).first();
 }

@@ -4,12 +4,13 @@ import assert from 'node:assert/strict';
 import { FakeClock } from '../../src/clock';
 import { createKey, startTestApp, TestApp } from '../support/app';
 import { filteredMessages } from '../../src/messages/repository';
-import { otherAccount, simpleSend } from './helpers';
+import { otherAccount, pauseDelivery, simpleSend } from './helpers';
 
 const clock = new FakeClock(Date.UTC(2026, 0, 5, 9, 0, 0));
 let app: TestApp;
 before(async () => {
   app = await startTestApp({}, { clock });
+  await pauseDelivery(app); // these tests write attempts and events the way the MTA would
 });
 after(() => app.stop());
 

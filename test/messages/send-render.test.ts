@@ -3,12 +3,13 @@ import assert from 'node:assert/strict';
 import { simpleParser } from 'mailparser';
 import { FakeClock } from '../../src/clock';
 import { createKey, startTestApp, TestApp } from '../support/app';
-import { simpleSend } from './helpers';
+import { simpleSend, pauseDelivery } from './helpers';
 
 const clock = new FakeClock(Date.UTC(2026, 0, 5, 9, 30, 0));
 let app: TestApp;
 before(async () => {
   app = await startTestApp({ hostname: 'mx.pigeon.test' }, { clock });
+  await pauseDelivery(app); // these tests read what the accept path wrote, before any delivery
 });
 after(() => app.stop());
 
