@@ -181,7 +181,7 @@ export class WebhookDispatcher implements Worker {
     if (!ids.length) return;
     const jobs = await loadJobs(db, secretsKey(config.dataDir), ids);
     await releaseLeases(db, jobs.filter((j) => !j.webhook.enabled).map((j) => j.delivery.id), this.owner);
-    this.ready.add(jobs.filter((j) => j.webhook.enabled), performance.now());
+    this.ready.add(jobs.filter((j) => j.webhook.enabled), performance.now(), (id) => this.sending.has(id));
   }
 
   /** Moves queued jobs into free slots, lane by lane; lanes read over a second ago get their webhook re-read first. */

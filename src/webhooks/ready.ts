@@ -19,14 +19,22 @@ interface Lane {
 
 export class ReadyQueue {
   private readonly lanes = new Map<string, Lane>();
+  /** ids of every queued delivery */
+  private readonly ids = new Set<string>();
   private count = 0;
 
   get size(): number {
     return this.count;
   }
 
-  add(jobs: Job[], readAt: number): void {
+  /**
+   * Queues claimed jobs. A delivery already queued here, or in flight (`inFlight`), is not queued again: a lease
+   * that lapsed while its row waited here is claimed again by this same dispatcher, and must not be sent twice.
+   */
+  add(jobs: Job[], readAt: number, inFlight: (deliveryId: string) => boolean = () => false): void {
     for (const { delivery, webhook, body } of jobs) {
+      if (this.ids.has(delivery.id) || inFlight(delivery.id)) continue;
+      this.ids.add(delivery.id);
       let lane = this.lanes.get(webhook.id);
       if (!lane) this.lanes.set(webhook.id, (lane = { webhook, readAt, deliveries: [] }));
       lane.webhook = webhook;
@@ -61,6 +69,7 @@ export class ReadyQueue {
     if (!lane) return [];
     const taken = lane.deliveries.splice(0, n);
     this.count -= taken.length;
+    for (const d of taken) this.ids.delete(d.delivery.id);
     this.lanes.delete(webhookId);
     if (lane.deliveries.length) this.lanes.set(webhookId, lane);
     return taken.map((d) => ({ ...d, webhook: lane.webhook }));
@@ -72,7 +81,9 @@ export class ReadyQueue {
     if (!lane) return [];
     this.lanes.delete(webhookId);
     this.count -= lane.deliveries.length;
-    return lane.deliveries.map((d) => d.delivery.id);
+    const ids = lane.deliveries.map((d) => d.delivery.id);
+    for (const id of ids) this.ids.delete(id);
+    return ids;
   }
 
   /** Forgets everything; returns the ids (their leases are to be released). */
