@@ -39,7 +39,7 @@ exports.up = async function up(knex) {
     t.string('sending_ip').notNullable();
     t.string('receiving_mx').notNullable(); // '' when no MX was dialled
     t.integer('sessions').notNullable().defaultTo(0);
-    t.primary(['day', 'policy_domain', 'policy_type', 'result', 'sending_ip', 'receiving_mx'], { constraintName: 'tls_report_counts_pk' });
+    t.primary(['day', 'policy_domain', 'policy_type', 'result', 'sending_ip', 'receiving_mx']);
   });
 };
 
