@@ -108,6 +108,28 @@ export const configSchema = z.strictObject({
       .describe('Optional JSON file of extra bounce rules, tried before the built-in ones (see docs/delivery.md).'),
     allowPrivateTargets: z.boolean().default(false)
       .describe('Deliver to MX hosts that resolve to loopback/private/link-local addresses (tests, lab setups). Off: such a recipient hard-bounces with category policy.'),
+    tlsCaFile: z.string().default('')
+      .describe('PEM file of extra certificate authorities trusted, beside the system roots, for MX certificates and MTA-STS policy hosts (private CA, tests).'),
+    mtaSts: z.strictObject({
+      enabled: z.boolean().default(true)
+        .describe('Look up and apply recipient domains\' MTA-STS policies (RFC 8461); off: opportunistic STARTTLS everywhere.'),
+      httpsPort: z.number().int().min(1).max(65535).default(443)
+        .describe('Port of the policy host https://mta-sts.<domain>/ (tests and lab setups only; RFC 8461 says 443).'),
+      fetchTimeoutMs: z.number().int().positive().default(10_000).describe('A policy fetch (connect, TLS, answer) not done in this time fails.'),
+      cacheEntries: z.number().int().positive().default(10_000)
+        .describe('Recipient domains whose policy answer is kept in memory (for delivery.mxCacheSeconds); the database keeps every policy by its max_age.'),
+    }).prefault({}).describe('MTA-STS: verified TLS toward domains that publish a policy (see docs/tls.md).'),
+    tlsReports: z.strictObject({
+      enabled: z.boolean().default(true)
+        .describe('Count TLS sessions toward domains that publish _smtp._tls and send them a daily RFC 8460 report.'),
+      from: z.string().default('')
+        .describe('Reporting address the mailto: reports come from; empty uses tlsrpt-noreply@<hostname>.'),
+      organization: z.string().default('')
+        .describe('organization-name of the reports; empty uses hostname.'),
+      contact: z.string().default('')
+        .describe('contact-info of the reports; empty uses the reporting address.'),
+      timeoutMs: z.number().int().positive().default(30_000).describe('An https: report POST or mailto: SMTP session not done in this time fails.'),
+    }).prefault({}).describe('TLS reporting (RFC 8460; see docs/tls.md).'),
   }).prefault({}).describe('Outbound MTA.'),
   ips: z.array(sourceIp).default([{ address: '127.0.0.1', hostname: 'mail.example.com', weight: 1 }])
     .describe('Source addresses given to the appliance; IP pools are made from these.'),

@@ -23,6 +23,7 @@ import { registerAnalyticsRoutes } from './analytics/routes';
 import { applyRollup } from './analytics/rollup';
 import { registerSuppressionRoutes } from './suppressions/routes';
 import { uploadRunner } from './suppressions/upload-runner';
+import { TlsReportWorker } from './tls-policy/worker';
 
 /** A background loop (MTA, webhook dispatcher, re-checks…). */
 export interface Worker {
@@ -65,6 +66,7 @@ export const MODULES: Module[] = [
       }),
     ],
   },
+  { name: 'tls-reports', workers: (deps) => [new TlsReportWorker(deps)] },
   { name: 'smtp', listeners: smtpListeners },
   webhooksModule,
   { name: 'tracking', routes: registerTrackingRoutes },

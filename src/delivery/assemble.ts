@@ -20,6 +20,7 @@ import { SmtpPool } from './smtp-pool';
 import type { PickSource, SourceSettled } from './source';
 import { createSmtpTransport } from './transmit';
 import { verpAddress } from './verp';
+import { createPolicyResolver } from '../tls-policy/resolver';
 
 export interface DeliveryHooks {
   prepareContent: PrepareContent;
@@ -62,6 +63,7 @@ export function assemble(deps: AppDeps, reader: Db, hooks: DeliveryHooks): MtaPa
     pickSource: () => hooks.pickSource,
     sourceSettled: () => hooks.sourceSettled,
     mx,
+    tlsPolicy: createPolicyResolver({ config, clock, reader, transact: (work) => deps.writer.run(work), log: deps.log }),
     transmit: createSmtpTransport({ config, clock, pool, mx, returnPath: (id) => verpAddress(config, id) }),
     sandbox: createSandboxTransport(clock),
     classify: createClassifier(d.bounceRulesFile),

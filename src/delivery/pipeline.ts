@@ -8,6 +8,8 @@
  *   prepare      → tracking hook, DKIM signature (content.ts), stored once
  *   sandbox?     → the sandbox transport answers instead of the network
  *   resolveMx    → MX hosts, or bounce (null MX, NXDOMAIN) / defer (SERVFAIL)
+ *   tlsPolicy    → MTA-STS (tls-policy/): enforce keeps the policy's MX hosts and
+ *                  requires verified TLS, or defers when none matches
  *   pickSource   → pool address + EHLO name for this destination, or wait (not an attempt)
  *   transmit     → SMTP over a pooled connection (transmit.ts); once a connection
  *                  is ready, right before MAIL FROM, a job whose lease ran out
@@ -24,6 +26,8 @@ import type { Prepared } from './content';
 import type { MxResolver, MxResult } from './mx';
 import type { PickSource, SourceSettled } from './source';
 import type { Transmit } from './transmit';
+import { routeFor } from '../tls-policy/session';
+import type { PlanFor } from '../tls-policy/resolver';
 import type { AttemptInfo, Job, Outcome, SmtpOutcome } from './types';
 
 export interface PipelineDeps {
@@ -33,6 +37,7 @@ export interface PipelineDeps {
   pickSource: () => PickSource;
   sourceSettled: () => SourceSettled;
   mx: MxResolver;
+  tlsPolicy: PlanFor;
   transmit: Transmit;
   sandbox: (job: Job, raw: Buffer) => Promise<SmtpOutcome>;
   classify: (reply: Reply) => BounceClass;
@@ -47,11 +52,16 @@ export async function deliver(job: Job, deps: PipelineDeps): Promise<Outcome> {
   const startedAt = deps.clock.now();
   const mx = await deps.mx.resolve(job.recipientDomain);
   if (mx.kind !== 'hosts') return dnsOutcome(mx, { startedAt, durationMs: deps.clock.now() - startedAt, sourceIp: null });
-  const source = await deps.pickSource()(job, { hosts: mx.hosts, addresses: (host, family) => deps.mx.addresses(host, family) });
+  const tls = routeFor(await deps.tlsPolicy(job.recipientDomain), mx.hosts);
+  if (tls.kind === 'defer') {
+    const attempt: AttemptInfo = { startedAt, durationMs: deps.clock.now() - startedAt, sourceIp: null, mx: null, tls: false, code: null, enhancedCode: null, response: tls.diagnostic, ...tls.facts };
+    return { kind: 'deferred', attempt, diagnostic: tls.diagnostic };
+  }
+  const source = await deps.pickSource()(job, { hosts: tls.hosts, addresses: (host, family) => deps.mx.addresses(host, family) });
   if ('wait' in source) return { kind: 'wait', reason: source.wait, retryAt: source.retryAt };
   let sent: SmtpOutcome | 'not ours' | undefined;
   try {
-    sent = await deps.transmit(job, content.raw, source, mx.hosts, async () => deps.clock.now() < job.leaseExpiresAt);
+    sent = await deps.transmit(job, content.raw, source, tls.hosts, async () => deps.clock.now() < job.leaseExpiresAt, tls.security);
   } finally {
     await deps.sourceSettled()(job, source, sent === undefined || sent === 'not ours' ? null : sent);
   }

@@ -20,6 +20,7 @@ import { addSuppression } from '../suppressions/store';
 import { rollupCounter } from '../analytics/rollup';
 import { refundUsage } from '../auth/usage';
 import { nextAttemptAt, SANDBOX_UNIT_MS } from './retry';
+import { countTlsSession } from '../tls-policy/counts';
 import type { AttemptInfo, Bounce, Job, Outcome } from './types';
 
 export interface RecordDeps {
@@ -186,10 +187,15 @@ async function insertAttempt(trx: Tx, job: Job, a: AttemptInfo | null, outcome: 
     mx_host: a.mx,
     source_ip: a.sourceIp,
     tls: a.tls,
+    tls_version: a.tlsVersion ?? null,
+    tls_verified: a.tlsVerified ?? null,
+    tls_policy: a.tlsPolicy ?? null,
+    tls_failure: a.tlsFailure ?? null,
     smtp_code: a.code,
     enhanced_code: a.enhancedCode,
     response: a.response,
     outcome,
     duration_ms: a.durationMs,
   }]);
+  await countTlsSession(trx, a, now); // RFC 8460 report material, for domains that ask for it
 }

@@ -6,6 +6,7 @@
  * never waits forever and never throws on a remote failure.
  */
 import net from 'node:net';
+import type { TLSSocket } from 'node:tls';
 import { PassThrough } from 'node:stream';
 import SMTPConnection from 'nodemailer/lib/smtp-connection';
 
@@ -21,8 +22,13 @@ export interface ConnectOptions {
   localAddress: string;
   /** EHLO name */
   ehlo: string;
-  /** 'opportunistic' upgrades with STARTTLS when offered; 'none' stays plain (fallback after a failed handshake) */
-  tls: 'opportunistic' | 'none';
+  /**
+   * 'opportunistic' upgrades with STARTTLS when offered; 'none' stays plain (fallback after a failed handshake);
+   * 'verified' requires STARTTLS and a certificate valid for `host` (MTA-STS enforce), or fails
+   */
+  tls: 'opportunistic' | 'none' | 'verified';
+  /** trusted CAs (system roots plus delivery.tlsCaFile); undefined: the system roots */
+  ca?: string[];
   connectTimeoutMs: number;
   greetingTimeoutMs: number;
   commandTimeoutMs: number;
@@ -62,8 +68,13 @@ export class SmtpClient {
       name: options.ehlo,
       opportunisticTLS: true,
       ignoreTLS: options.tls === 'none',
-      // Opportunistic TLS: an unverifiable certificate still beats plain text (RFC 7435).
-      tls: { rejectUnauthorized: false, ...(net.isIP(options.host) ? {} : { servername: options.host }) },
+      requireTLS: options.tls === 'verified',
+      // Opportunistic TLS: an unverifiable certificate still beats plain text (RFC 7435); MTA-STS enforce refuses it.
+      tls: {
+        rejectUnauthorized: options.tls === 'verified',
+        ...(options.ca ? { ca: options.ca } : {}),
+        ...(net.isIP(options.host) ? {} : { servername: options.host }),
+      },
       connectionTimeout: options.connectTimeoutMs,
       greetingTimeout: options.greetingTimeoutMs,
       socketTimeout: options.commandTimeoutMs,
@@ -84,6 +95,14 @@ export class SmtpClient {
 
   get secure(): boolean {
     return Boolean(this.conn.secure);
+  }
+
+  /** The TLS version and whether the certificate verified for the MX name (checked even when not required). */
+  get tlsSession(): { version: string | null; verified: boolean; authorizationError: string | null } {
+    const socket = this.conn._socket as Partial<TLSSocket> | undefined;
+    if (!this.conn.secure || !socket?.getProtocol) return { version: null, verified: false, authorizationError: null };
+    const error = socket.authorizationError as unknown as Error | string | undefined;
+    return { version: socket.getProtocol() ?? null, verified: Boolean(socket.authorized), authorizationError: error ? String((error as NodeJS.ErrnoException).code ?? error) : null };
   }
 
   /** One transaction: MAIL FROM, RCPT TO (pipelined when offered), DATA. */

@@ -25,6 +25,8 @@ export interface PoolObserver {
 export interface Route {
   source: string;
   host: string;
+  /** connections that verified the certificate (MTA-STS enforce) are kept apart from opportunistic ones */
+  verified?: boolean;
 }
 
 export type Lease = { client: SmtpClient; reused: boolean } | { error: SmtpError };
@@ -36,7 +38,7 @@ interface Entry {
   retired: boolean;
 }
 
-const routeKey = (r: Route): string => `${r.source} ${r.host}`;
+const routeKey = (r: Route): string => `${r.source} ${r.host}${r.verified ? ' verified' : ''}`;
 
 export class SmtpPool {
   private readonly idle = new Map<string, Entry[]>();

@@ -11,6 +11,12 @@
  * not turn the MTA into a probe of the operator's network. A host whose every
  * address is private is skipped; when no host was dialled because of that,
  * the message hard-bounces with category policy, naming the address.
+ *
+ * MTA-STS (tls-policy/): under an enforce policy the hosts given are the
+ * policy's, and each connection requires STARTTLS with a certificate valid
+ * for the MX name; a handshake that fails is never retried in plain text, and
+ * the deferral says why. Every attempt carries its TLS facts (version,
+ * verified, mode applied, RFC 8460 result type of a shortfall).
  */
 import net from 'node:net';
 import type { Clock } from '../clock';
@@ -21,6 +27,8 @@ import type { MxHost, MxResolver } from './mx';
 import { SmtpClient, type SmtpError } from './smtp-client';
 import type { Lease, Route, SmtpPool } from './smtp-pool';
 import type { Job, SmtpOutcome, Source } from './types';
+import { failedSession, judge, NO_POLICY, type TlsFacts, type TransportSecurity } from '../tls-policy/session';
+import { deliveryCas } from '../tls-policy/store';
 
 export interface SmtpTransportDeps {
   config: Config;
@@ -35,13 +43,17 @@ export interface SmtpTransportDeps {
  * wait for a connection slot may have outlasted the lease (the row may be
  * claimed again); then nothing is sent ('not ours').
  */
-export type Transmit = (job: Job, raw: Buffer, source: Source, hosts: MxHost[], stillOurs: () => Promise<boolean>) => Promise<SmtpOutcome | 'not ours'>;
+export type Transmit = (
+  job: Job, raw: Buffer, source: Source, hosts: MxHost[], stillOurs: () => Promise<boolean>, security?: TransportSecurity,
+) => Promise<SmtpOutcome | 'not ours'>;
 
 /** A stale pooled connection (closed by the server while idle) is replaced this many times at most. */
 const STALE_RETRIES = 3;
 
 export function createSmtpTransport(deps: SmtpTransportDeps): Transmit {
-  return async (job, raw, source, hosts, stillOurs) => {
+  const ca = deliveryCas(deps.config.delivery.tlsCaFile); // a bad file stops the start, not every attempt
+  return async (job, raw, source, hosts, stillOurs, security = NO_POLICY) => {
+    const enforce = security.policy?.mode === 'enforce';
     const startedAt = deps.clock.now();
     const done = (o: Omit<SmtpOutcome, 'startedAt' | 'durationMs' | 'sourceIp'>): SmtpOutcome => ({
       ...o,
@@ -51,6 +63,7 @@ export function createSmtpTransport(deps: SmtpTransportDeps): Transmit {
     });
     const family = net.isIPv6(source.address) ? 6 : 4;
     let last = { mx: null as string | null, response: `no MX host of ${job.recipientDomain} could be reached`, code: null as number | null, enhancedCode: null as string | null };
+    let lastTls: TlsFacts = { tlsPolicy: security.policy?.mode ?? null, tlsReportDomain: null };
     let refused: { mx: string; response: string } | undefined;
     let onlyRefused = true; // no host was dialled or failed to resolve for another reason
     for (const host of hosts) {
@@ -66,11 +79,15 @@ export function createSmtpTransport(deps: SmtpTransportDeps): Transmit {
         continue;
       }
       onlyRefused = false;
-      const route: Route = { source: source.address, host: host.name };
-      const open = () => connectAny(deps.config, host.name, dialable, source);
+      const route: Route = { source: source.address, host: host.name, verified: enforce };
+      const open = () => connectAny(deps.config, host.name, dialable, source, { tls: enforce ? 'verified' : 'opportunistic', ca });
       const lease = await deps.pool.acquire(route, open);
       if ('error' in lease) {
         last = { mx: host.name, ...describeError(lease.error) };
+        if (enforce && lease.error.code === 'ETLS') {
+          lastTls = failedSession(security, lease.error);
+          last.response = `MTA-STS (enforce): verified TLS to ${host.name} failed (${lastTls.tlsFailure}: ${last.response}); not sent in plain text`;
+        }
         continue; // unreachable, refused at the greeting, timed out: try the next MX host
       }
       if (!(await stillOurs())) {
@@ -78,10 +95,11 @@ export function createSmtpTransport(deps: SmtpTransportDeps): Transmit {
         return 'not ours';
       }
       const envelope = { from: deps.returnPath(job.id), to: job.toEmail, size: raw.length, use8BitMime: hasEightBit(raw) };
-      return done({ mx: host.name, ...(await sendWithRetry(deps.pool, route, open, lease, envelope, raw)) });
+      const facts = (client: SmtpClient) => judge(security, host.name, client.tlsSession);
+      return done({ mx: host.name, ...(await sendWithRetry(deps.pool, route, open, lease, envelope, raw, facts)) });
     }
     if (refused && onlyRefused) return done({ kind: 'bounced', tls: false, refusedByPolicy: true, code: 550, enhancedCode: '5.7.0', ...refused });
-    return done({ kind: 'deferred', tls: false, ...last });
+    return done({ kind: 'deferred', tls: false, ...lastTls, ...last });
   };
 }
 
@@ -93,14 +111,16 @@ type Envelope = Parameters<SmtpClient['send']>[0];
 type SendOutcome = Omit<SmtpOutcome, 'startedAt' | 'durationMs' | 'sourceIp' | 'mx'>;
 
 /** Sends over the lease; a reused connection that turns out dead before the body went out is replaced. */
-async function sendWithRetry(pool: SmtpPool, route: Route, open: () => ReturnType<typeof connectAny>, lease: Lease, envelope: Envelope, raw: Buffer): Promise<SendOutcome> {
+async function sendWithRetry(
+  pool: SmtpPool, route: Route, open: () => ReturnType<typeof connectAny>, lease: Lease, envelope: Envelope, raw: Buffer, facts: (client: SmtpClient) => TlsFacts,
+): Promise<SendOutcome> {
   for (let tries = 0; ; tries++) {
     if ('error' in lease) return { kind: 'deferred', tls: false, ...describeError(lease.error) };
     const { client, reused } = lease;
     const result = await client.send(envelope, raw);
     if (result.ok) {
       pool.release(client, true);
-      return { kind: 'delivered', tls: client.secure, ...parseReply(result.response) };
+      return { kind: 'delivered', tls: client.secure, ...facts(client), ...parseReply(result.response) };
     }
     const stale = reused && !result.dataSent && (!result.error.responseCode || result.error.responseCode === 421);
     if (stale && tries < STALE_RETRIES) {
@@ -108,7 +128,7 @@ async function sendWithRetry(pool: SmtpPool, route: Route, open: () => ReturnTyp
       lease = await pool.acquire(route, open);
       continue;
     }
-    return settleFailure(pool, client, result.error);
+    return { ...facts(client), ...(await settleFailure(pool, client, result.error)) };
   }
 }
 
@@ -129,8 +149,10 @@ async function settleFailure(pool: SmtpPool, client: SmtpClient, error: SmtpErro
   return { kind: 'bounced', tls, ...described };
 }
 
-/** Tries each address of an MX host; a failed TLS handshake is retried in plain text (no policy requires TLS). */
-async function connectAny(config: Config, host: string, addresses: string[], source: Source): Promise<{ client: SmtpClient } | { error: SmtpError }> {
+/** Tries each address of an MX host; a failed TLS handshake is retried in plain text unless verified TLS is required. */
+async function connectAny(
+  config: Config, host: string, addresses: string[], source: Source, security: { tls: 'opportunistic' | 'verified'; ca?: string[] },
+): Promise<{ client: SmtpClient } | { error: SmtpError }> {
   const d = config.delivery;
   let last: { error: SmtpError } | undefined;
   for (const address of addresses) {
@@ -140,14 +162,15 @@ async function connectAny(config: Config, host: string, addresses: string[], sou
       port: d.port,
       localAddress: source.address,
       ehlo: source.hostname,
-      tls: 'opportunistic' as const,
+      tls: security.tls,
+      ca: security.ca,
       connectTimeoutMs: d.connectTimeoutMs,
       greetingTimeoutMs: d.greetingTimeoutMs,
       commandTimeoutMs: d.commandTimeoutMs,
       dataTimeoutMs: d.dataTimeoutMs,
     };
     let result = await SmtpClient.open(options);
-    if ('error' in result && result.error.code === 'ETLS') result = await SmtpClient.open({ ...options, tls: 'none' });
+    if ('error' in result && result.error.code === 'ETLS' && security.tls === 'opportunistic') result = await SmtpClient.open({ ...options, tls: 'none' });
     if ('client' in result) return result;
     last = result;
   }

@@ -7,6 +7,7 @@ import type { Mode } from '../auth/scopes';
 import type { Tx } from '../db';
 import type { BounceCategory, BounceType } from './classify';
 import type { AddressFamily, AddressResult, MxHost } from './mx';
+import type { TlsFacts } from '../tls-policy/session';
 
 /** One claimed recipient copy (a `messages` row under our lease). */
 export interface Job {
@@ -65,8 +66,8 @@ export interface SourceRoute {
   addresses(host: string, family: AddressFamily): Promise<AddressResult>;
 }
 
-/** What one attempt looked like on the wire (a `message_attempts` row). */
-export interface AttemptInfo {
+/** What one attempt looked like on the wire (a `message_attempts` row); the TLS details are absent where no session ran. */
+export interface AttemptInfo extends TlsFacts {
   startedAt: number;
   durationMs: number;
   mx: string | null;

@@ -50,6 +50,10 @@ export interface AttemptRecord {
   mxHost: string | null;
   sourceIp: string | null;
   tls: boolean | null;
+  tlsVersion: string | null;
+  tlsVerified: boolean | null;
+  tlsPolicy: string | null;
+  tlsFailure: string | null;
   smtpCode: number | null;
   enhancedCode: string | null;
   response: string | null;
@@ -93,6 +97,7 @@ export async function attemptsOf(db: Queryable, messageId: string): Promise<Atte
   const rows: Row[] = await db('message_attempts').where({ message_id: messageId }).orderBy('id', 'asc');
   return rows.map((r) => ({
     attemptedAt: Number(r.attempted_at), mxHost: r.mx_host, sourceIp: r.source_ip, tls: bool(r.tls),
+    tlsVersion: r.tls_version ?? null, tlsVerified: bool(r.tls_verified), tlsPolicy: r.tls_policy ?? null, tlsFailure: r.tls_failure ?? null,
     smtpCode: num(r.smtp_code), enhancedCode: r.enhanced_code, response: r.response, outcome: r.outcome, durationMs: num(r.duration_ms),
   }));
 }

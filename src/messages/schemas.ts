@@ -100,7 +100,13 @@ const attempt = z.object({
   attempted_at: z.string(),
   mx_host: z.string().nullable(),
   source_ip: z.string().nullable(),
-  tls: z.boolean().nullable(),
+  tls: z.boolean().nullable().describe('The session used STARTTLS.'),
+  tls_version: z.string().nullable().describe('Extension: the TLS version (e.g. TLSv1.3); null when the session stayed plain.'),
+  tls_verified: z.boolean().nullable().describe('Extension: the MX certificate is valid for the MX host name; null without TLS.'),
+  tls_policy: z.enum(['enforce', 'testing', 'none']).nullable()
+    .describe('Extension: the MTA-STS mode of the recipient domain applied to this attempt; null when it publishes no policy.'),
+  tls_failure: z.string().nullable()
+    .describe('Extension: the RFC 8460 result type when TLS fell short (certificate-host-mismatch, certificate-not-trusted, certificate-expired, starttls-not-supported, validation-failure).'),
   smtp_code: z.number().int().nullable(),
   enhanced_code: z.string().nullable(),
   response: z.string().nullable().describe('The SMTP reply.'),

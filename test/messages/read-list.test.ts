@@ -23,7 +23,7 @@ async function send(body = simpleSend(), api = app.api): Promise<string[]> {
 test('GET /v1/messages/{id} shows the record with its attempts and events', async () => {
   const [id] = await send(simpleSend({ from: 'Ann <ann@example.com>', cc: ['c@example.net'], tags: ['t1'], metadata: { k: 'v' }, ip_pool: 'default', track_opens: true }));
   // The delivery worker is another module: write an attempt and a later event the way it would.
-  await app.db('message_attempts').insert({ message_id: id, attempted_at: clock.now() + 1000, mx_host: 'mx.example.org', source_ip: '127.0.0.1', tls: true, smtp_code: 250, enhanced_code: '2.0.0', response: '250 2.0.0 OK', outcome: 'delivered', duration_ms: 12 });
+  await app.db('message_attempts').insert({ message_id: id, attempted_at: clock.now() + 1000, mx_host: 'mx.example.org', source_ip: '127.0.0.1', tls: true, tls_version: 'TLSv1.3', tls_verified: true, tls_policy: 'enforce', smtp_code: 250, enhanced_code: '2.0.0', response: '250 2.0.0 OK', outcome: 'delivered', duration_ms: 12 });
   await app.db('events').insert({ id: 'evt_zzzzzzzzzzzzzzzzzzzzzzzzzz', account_id: (await app.db('messages').where({ id }).first()).account_id, mode: 'test', type: 'message.delivered', message_id: id, data: JSON.stringify({ message_id: id }), created_at: clock.now() + 1000 });
   await app.db('messages').where({ id }).update({ status: 'delivered', sent_at: clock.now() + 900, delivered_at: clock.now() + 1000 });
 
@@ -46,7 +46,8 @@ test('GET /v1/messages/{id} shows the record with its attempts and events', asyn
   assert.equal(m.created_at, '2026-01-05T09:00:00.000Z');
   assert.equal(m.delivered_at, '2026-01-05T09:00:01.000Z');
   assert.equal(m.sent_at, '2026-01-05T09:00:00.900Z');
-  assert.deepEqual(m.attempts, [{ attempted_at: '2026-01-05T09:00:01.000Z', mx_host: 'mx.example.org', source_ip: '127.0.0.1', tls: true, smtp_code: 250, enhanced_code: '2.0.0', response: '250 2.0.0 OK', outcome: 'delivered', duration_ms: 12 }]);
+  assert.deepEqual(m.attempts, [{ attempted_at: '2026-01-05T09:00:01.000Z', mx_host: 'mx.example.org', source_ip: '127.0.0.1', tls: true,
+    tls_version: 'TLSv1.3', tls_verified: true, tls_policy: 'enforce', tls_failure: null, smtp_code: 250, enhanced_code: '2.0.0', response: '250 2.0.0 OK', outcome: 'delivered', duration_ms: 12 }]);
   assert.deepEqual(m.events.map((e: { type: string }) => e.type), ['message.queued', 'message.delivered']);
   assert.equal((await app.api.get('/v1/messages/msg_00000000000000000000000000')).status, 404);
 });

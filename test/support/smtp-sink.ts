@@ -52,6 +52,8 @@ export interface SinkOptions {
   port?: number;
   /** 'starttls' offers STARTTLS with a fresh self-signed certificate; default 'none' */
   tls?: 'none' | 'starttls';
+  /** with tls 'starttls': serve this key and certificate instead of the self-signed one (e.g. one a test CA issued) */
+  certificate?: { key: string; cert: string };
   /** name in the greeting and EHLO reply; default mx.sink.test */
   name?: string;
   /** undefined accepts */
@@ -140,7 +142,7 @@ export async function startSmtpSink(opts: SinkOptions = {}): Promise<SmtpSink> {
     authOptional: true,
     disabledCommands: tls === 'starttls' ? ['AUTH'] : ['AUTH', 'STARTTLS'],
     hideSTARTTLS: tls !== 'starttls',
-    ...(tls === 'starttls' ? testCertificate() : {}),
+    ...(tls === 'starttls' ? (opts.certificate ?? testCertificate()) : {}),
     disableReverseLookup: true, // no PTR lookups leaving the machine
     size: opts.size,
 
