@@ -134,3 +134,19 @@ export async function acceptBatch(deps: AppDeps, batch: AcceptBatch, alsoInTx?: 
   const status = statusOf(batch);
   return batch.messages.map((m) => ({ id: m.id, to: m.toEmail, status }));
 }
+
+/**
+ * Several prepared sends (a batch request) made durable in one transaction, with `alsoInTx`;
+ * each send's results in its order. The batch API's entry point: the same rows as acceptBatch.
+ */
+export async function acceptBatches(deps: AppDeps, batches: AcceptBatch[], alsoInTx?: (trx: Tx) => Promise<void>): Promise<AcceptedMessage[][]> {
+  const { accepted } = partsFor(deps);
+  const weight = batches.reduce((n, b) => n + b.messages.length, 0);
+  await deps.writer.run(async (trx) => {
+    for (const batch of batches) await writeBatch(trx, batch);
+    if (alsoInTx) await alsoInTx(trx);
+  }, weight);
+  for (const batch of batches) accepted.inc({ mode: batch.mode, source: batch.source }, batch.messages.length);
+  deps.signals.emit('queueChanged');
+  return batches.map((batch) => batch.messages.map((m) => ({ id: m.id, to: m.toEmail, status: statusOf(batch) })));
+}
