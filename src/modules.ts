@@ -23,6 +23,7 @@ import { registerAnalyticsRoutes } from './analytics/routes';
 import { applyRollup } from './analytics/rollup';
 import { registerSuppressionRoutes } from './suppressions/routes';
 import { uploadRunner } from './suppressions/upload-runner';
+import { compatListeners } from './compat';
 
 /** A background loop (MTA, webhook dispatcher, re-checks…). */
 export interface Worker {
@@ -70,4 +71,5 @@ export const MODULES: Module[] = [
   { name: 'tracking', routes: registerTrackingRoutes },
   { name: 'analytics', routes: registerAnalyticsRoutes, eventSinks: [applyRollup] },
   { name: 'suppressions', routes: registerSuppressionRoutes, workers: (deps) => [uploadRunner(deps)] },
+  { name: 'compat', listeners: compatListeners },
 ];
