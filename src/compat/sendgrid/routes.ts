@@ -14,7 +14,7 @@ import { sendgridError, sendgridFault, sendgridStatus } from './errors';
 import { fromSendgrid } from './translate';
 
 async function mailSend(deps: AppDeps, caller: Caller, body: unknown): Promise<CompatReply> {
-  const natives = fromSendgrid(body, deps.config.limits.maxMessageBytes);
+  const natives = await fromSendgrid(deps, caller, body);
   const results = (await sendNative(deps, caller, natives, { allOrNothing: true, caller: 'sendgrid' })).data;
   const failed = results.flatMap((r, i) => (r.status === 'failed' ? [{ i, error: r.error }] : []));
   if (failed.length) {

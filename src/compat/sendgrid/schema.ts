@@ -31,6 +31,8 @@ export const mailSend = z.strictObject({
     filename: z.string(),
     disposition: z.enum(['inline', 'attachment']).optional(),
     content_id: z.string().optional(),
+    // The Node SDK (@sendgrid/helpers 8) sends the content id under this name.
+    contentId: z.string().optional(),
   })).optional(),
   template_id: z.string().optional(),
   headers: stringMap.optional(),

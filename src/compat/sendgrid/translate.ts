@@ -5,7 +5,10 @@
  * template_id the values come from `dynamic_template_data` (Handlebars, as in
  * SendGrid's dynamic templates).
  */
+import type { AppDeps } from '../../deps';
+import type { Caller } from '../../http/context';
 import { ApiError, unprocessable } from '../../http/errors';
+import { templateIdByName } from '../../messages/templates';
 import { compact, NativeSend, parseProvider, refused } from '../native';
 import { mailSend, MailSend, Personalization } from './schema';
 
@@ -54,7 +57,9 @@ const tracking = (m: MailSend, name: string) => m.tracking_settings?.[name]?.ena
 
 function onePersonalization(m: MailSend, p: Personalization, i: number, body: { html?: string; text?: string }, max: number): NativeSend {
   const subs = p.substitutions ?? {};
-  if (m.template_id !== undefined && p.substitutions) throw refused(`personalizations[${i}].substitutions`, 'with template_id use dynamic_template_data');
+  if (m.template_id !== undefined && p.substitutions) {
+    throw refused(`personalizations[${i}].substitutions`, 'with a template, give template_id "d-<template id or name>" and dynamic_template_data');
+  }
   const param = `personalizations[${i}].substitutions`;
   const subject = m.template_id === undefined ? (p.subject ?? m.subject) : undefined;
   if (m.template_id !== undefined && (p.subject ?? m.subject) !== undefined) throw refused('subject', 'a template_id gives the subject');
@@ -72,7 +77,7 @@ function onePersonalization(m: MailSend, p: Personalization, i: number, body: { 
     headers,
     attachments: m.attachments?.map((a) => compact({
       filename: a.filename, content: a.content, content_type: a.type,
-      content_id: a.disposition === 'inline' ? a.content_id : undefined,
+      content_id: a.disposition === 'inline' ? a.content_id ?? a.contentId : undefined,
     })),
     tags: m.categories,
     metadata,
@@ -83,9 +88,24 @@ function onePersonalization(m: MailSend, p: Personalization, i: number, body: { 
   });
 }
 
-export function fromSendgrid(value: unknown, maxMessageBytes: number): NativeSend[] {
+/**
+ * SendGrid's SDKs send dynamic_template_data only for template ids starting with "d-", so "d-" is
+ * stripped: "d-tpl_…" is a Pigeon template id, "d-welcome" (or "welcome") a template name.
+ */
+async function resolveTemplate(deps: AppDeps, caller: Caller, given: string | undefined): Promise<string | undefined> {
+  if (given === undefined) return undefined;
+  const bare = given.startsWith('d-') ? given.slice(2) : given;
+  if (bare.startsWith('tpl_')) return bare;
+  const id = await templateIdByName(deps.reader, caller.accountId, bare);
+  if (!id) throw unprocessable('template_not_found', `no template named '${bare}' in this account`, 'template_id');
+  return id;
+}
+
+export async function fromSendgrid(deps: AppDeps, caller: Caller, value: unknown): Promise<NativeSend[]> {
   const m = parseProvider(mailSend, value);
   checkRefused(m);
+  m.template_id = await resolveTemplate(deps, caller, m.template_id);
+  const maxMessageBytes = deps.config.limits.maxMessageBytes;
   const body = content(m);
   if (m.template_id === undefined && body.html === undefined && body.text === undefined) {
     throw unprocessable('missing_body', 'content is required unless template_id is given', 'content');
