@@ -121,3 +121,24 @@ describe('Postmark SDK', () => {
     assert.equal(deliveredTo(all, 'own-port@dest.test').mail.subject, 'Via own port');
   });
 });
+
+describe('Postmark requests as Python\'s postmarker sends them', () => {
+  it('null for unset fields and a trailing slash on /email/withTemplate/ are accepted, on the layer\'s own port', async () => {
+    const listener = cw.world.app.listeners['compat.postmark'];
+    const post = (path: string, body: unknown) => fetch(`http://127.0.0.1:${listener.port}${path}`, {
+      method: 'POST', body: JSON.stringify(body),
+      headers: { 'X-Postmark-Server-Token': cw.liveKey, 'Content-Type': 'application/json', Accept: 'application/json' },
+    });
+    const before = cw.sink.messages.length;
+    const unset = { Cc: null, Bcc: null, Tag: null, ReplyTo: null, Headers: [], TrackOpens: null, TrackLinks: 'None', Attachments: [], Metadata: null };
+    const plain = await post('/email', { From: FROM, To: 'py1@dest.test', Subject: 'From Python', TextBody: 'py', HtmlBody: null, ...unset });
+    assert.equal(plain.status, 200, await plain.clone().text());
+    assert.equal(((await plain.json()) as { ErrorCode: number }).ErrorCode, 0);
+    const templated = await post('/email/withTemplate/', {
+      TemplateId: null, TemplateAlias: 'welcome', TemplateModel: { name: 'Py' }, From: FROM, To: 'py2@dest.test', Subject: null, InlineCss: true, ...unset,
+    });
+    assert.equal(templated.status, 200, await templated.clone().text());
+    const all = (await deliver(cw, before + 2)).slice(before);
+    assert.equal(deliveredTo(all, 'py2@dest.test').mail.subject, 'Hello Py');
+  });
+});

@@ -13,55 +13,58 @@ import { addressList, compact, NativeSend, parseProvider, refused } from '../nat
 /** Postmark's default transactional stream: Pigeon's default IP pool. */
 const DEFAULT_STREAM = 'outbound';
 
+/** Optional fields may be null: Python's postmarker sends unset arguments as null. */
 const common = {
   From: z.string().min(1),
   To: z.string().min(1),
-  Cc: z.string().optional(),
-  Bcc: z.string().optional(),
-  ReplyTo: z.string().optional(),
-  Headers: z.array(z.strictObject({ Name: z.string(), Value: z.string() })).optional(),
-  Tag: z.string().optional(),
-  Metadata: z.record(z.string(), z.string()).optional(),
+  Cc: z.string().nullish(),
+  Bcc: z.string().nullish(),
+  ReplyTo: z.string().nullish(),
+  Headers: z.array(z.strictObject({ Name: z.string(), Value: z.string() })).nullish(),
+  Tag: z.string().nullish(),
+  Metadata: z.record(z.string(), z.string()).nullish(),
   Attachments: z.array(z.strictObject({
     Name: z.string(),
     Content: z.string(),
-    ContentType: z.string().optional(),
+    ContentType: z.string().nullish(),
     ContentID: z.string().nullish(),
     // Postmark's SDK types carry ContentLength on received mail; accepted and ignored on send.
-    ContentLength: z.number().optional(),
-  })).optional(),
-  TrackOpens: z.boolean().optional(),
-  TrackLinks: z.enum(['None', 'HtmlAndText', 'HtmlOnly', 'TextOnly']).optional(),
-  MessageStream: z.string().optional(),
+    ContentLength: z.number().nullish(),
+  })).nullish(),
+  TrackOpens: z.boolean().nullish(),
+  TrackLinks: z.enum(['None', 'HtmlAndText', 'HtmlOnly', 'TextOnly']).nullish(),
+  MessageStream: z.string().nullish(),
 };
 
 export const postmarkEmail = z.strictObject({
   ...common,
-  Subject: z.string().optional(),
-  HtmlBody: z.string().optional(),
-  TextBody: z.string().optional(),
+  Subject: z.string().nullish(),
+  HtmlBody: z.string().nullish(),
+  TextBody: z.string().nullish(),
 });
 
 export const postmarkTemplated = z.strictObject({
   ...common,
-  TemplateId: z.union([z.number(), z.string()]).optional(),
-  TemplateAlias: z.string().optional(),
-  TemplateModel: z.record(z.string(), z.unknown()).optional(),
+  TemplateId: z.union([z.number(), z.string()]).nullish(),
+  TemplateAlias: z.string().nullish(),
+  TemplateModel: z.record(z.string(), z.unknown()).nullish(),
+  // The template gives the subject; postmarker sends Subject: null with template sends.
+  Subject: z.null().optional(),
   // Pigeon keeps <style> blocks as written; inlining is a rendering nicety, not content.
-  InlineCss: z.boolean().optional(),
+  InlineCss: z.boolean().nullish(),
 });
 
 export type PostmarkEmail = z.output<typeof postmarkEmail>;
 export type PostmarkTemplated = z.output<typeof postmarkTemplated>;
 
-function trackClicks(value: PostmarkEmail['TrackLinks']): boolean | undefined {
+function trackClicks(value: PostmarkEmail['TrackLinks'] | undefined): boolean | undefined {
   if (value === undefined) return undefined;
   if (value === 'TextOnly') throw refused('TrackLinks', 'Pigeon rewrites links in the HTML part only; use HtmlOnly, HtmlAndText or None');
   return value !== 'None';
 }
 
-function replyTo(value: string | undefined) {
-  if (value === undefined || value.trim() === '') return undefined;
+function replyTo(value: string | null | undefined) {
+  if (value == null || value.trim() === '') return undefined;
   const list = addressList(value, 'ReplyTo');
   if (list.length > 1) throw refused('ReplyTo', 'one Reply-To address only');
   return list[0];
@@ -71,7 +74,7 @@ function attachments(list: PostmarkEmail['Attachments']) {
   return list?.map((a) => compact({
     filename: a.Name,
     content: a.Content,
-    content_type: a.ContentType,
+    content_type: a.ContentType ?? undefined,
     // Postmark writes "cid:logo.png"; the html references it the same way in both.
     content_id: a.ContentID ? a.ContentID.replace(/^cid:/i, '') : undefined,
   }));
@@ -89,7 +92,7 @@ function headers(list: PostmarkEmail['Headers']) {
 
 /** Fields every Postmark send shares, native-named. */
 function commonFields(m: PostmarkEmail | PostmarkTemplated): NativeSend {
-  const list = (v: string | undefined, field: string) => (v && v.trim() ? addressList(v, field) : undefined);
+  const list = (v: string | null | undefined, field: string) => (v && v.trim() ? addressList(v, field) : undefined);
   return compact({
     from: addressList(m.From, 'From')[0],
     to: addressList(m.To, 'To'),
@@ -98,27 +101,27 @@ function commonFields(m: PostmarkEmail | PostmarkTemplated): NativeSend {
     reply_to: replyTo(m.ReplyTo),
     headers: headers(m.Headers),
     tags: m.Tag ? [m.Tag] : undefined,
-    metadata: m.Metadata,
-    attachments: attachments(m.Attachments),
-    track_opens: m.TrackOpens,
-    track_clicks: trackClicks(m.TrackLinks),
+    metadata: m.Metadata ?? undefined,
+    attachments: attachments(m.Attachments ?? undefined),
+    track_opens: m.TrackOpens ?? undefined,
+    track_clicks: trackClicks(m.TrackLinks ?? undefined),
     ip_pool: m.MessageStream && m.MessageStream !== DEFAULT_STREAM ? m.MessageStream : undefined,
   });
 }
 
 export function fromEmail(value: unknown, prefix: PropertyKey[] = []): NativeSend {
   const m = parseProvider(postmarkEmail, value, prefix);
-  return { ...commonFields(m), ...compact({ subject: m.Subject, html: m.HtmlBody, text: m.TextBody }) };
+  return { ...commonFields(m), ...compact({ subject: m.Subject ?? undefined, html: m.HtmlBody ?? undefined, text: m.TextBody ?? undefined }) };
 }
 
 /** A template send: TemplateId is a Pigeon template id (tpl_…), TemplateAlias a template name. */
 export async function fromTemplated(deps: AppDeps, caller: Caller, value: unknown, prefix: PropertyKey[] = []): Promise<NativeSend> {
   const m = parseProvider(postmarkTemplated, value, prefix);
-  if ((m.TemplateId === undefined) === (m.TemplateAlias === undefined)) {
+  if ((m.TemplateId == null) === (m.TemplateAlias == null)) {
     throw unprocessable('template_required', 'give exactly one of TemplateId and TemplateAlias', 'TemplateId');
   }
-  let templateId = m.TemplateId === undefined ? undefined : String(m.TemplateId);
-  if (m.TemplateAlias !== undefined) {
+  let templateId = m.TemplateId == null ? undefined : String(m.TemplateId);
+  if (m.TemplateAlias != null) {
     templateId = await templateIdByName(deps.reader, caller.accountId, m.TemplateAlias);
     if (!templateId) throw unprocessable('template_not_found', `no template named '${m.TemplateAlias}' in this account`, 'TemplateAlias');
   }
