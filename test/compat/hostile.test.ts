@@ -46,6 +46,15 @@ describe('compatibility layers under hostile input', () => {
     assert.deepEqual([tooMany.status, tooMany.body.ErrorCode], [422, 410]);
     const resendMany = await rs('/emails/batch', JSON.stringify(Array.from({ length: 101 }, () => ({ from: 'a@example.com', to: 'b@example.org', subject: 's', text: 't' }))));
     assert.equal(resendMany.status, 422);
+    const stream = await pm(JSON.stringify({ ...one, MessageStream: 'broadcasts' }));
+    assert.deepEqual([stream.status, stream.body.ErrorCode], [422, 1235], 'MessageStream names an IP pool');
+    const longList = await pm(JSON.stringify({ ...one, To: 'a@example.org,'.repeat(6000) }));
+    assert.equal(longList.body.ErrorCode, 300);
+    const manySubs = await sg(JSON.stringify({
+      from: { email: 'a@example.com' }, subject: 's', content: [{ type: 'text/plain', value: 'x'.repeat(50 * 1024) }],
+      personalizations: Array.from({ length: 8 }, (_, i) => ({ to: [{ email: `p${i}@example.org` }], substitutions: { x: 'y' } })),
+    }));
+    assert.equal(manySubs.status, 413, 'substituted copies are bounded in total');
     const unknown = await pm(JSON.stringify({ ...one, LinkTracking: 'x' }));
     assert.equal(unknown.body.ErrorCode, 300);
     assert.match(unknown.body.Message, /LinkTracking/);

@@ -13,13 +13,17 @@ import { addressList, compact, NativeSend, parseProvider, refused } from '../nat
 /** Postmark's default transactional stream: Pigeon's default IP pool. */
 const DEFAULT_STREAM = 'outbound';
 
+/** Address lists are parsed before the native recipient limit applies, so their length is bounded first. */
+const ADDRESS_LIST_CHARS = 64 * 1024;
+const addresses = z.string().max(ADDRESS_LIST_CHARS);
+
 /** Optional fields may be null: Python's postmarker sends unset arguments as null. */
 const common = {
-  From: z.string().min(1),
-  To: z.string().min(1),
-  Cc: z.string().nullish(),
-  Bcc: z.string().nullish(),
-  ReplyTo: z.string().nullish(),
+  From: z.string().min(1).max(1000),
+  To: addresses.min(1),
+  Cc: addresses.nullish(),
+  Bcc: addresses.nullish(),
+  ReplyTo: addresses.nullish(),
   Headers: z.array(z.strictObject({ Name: z.string(), Value: z.string() })).nullish(),
   Tag: z.string().nullish(),
   Metadata: z.record(z.string(), z.string()).nullish(),

@@ -8,6 +8,7 @@
 import type { AppDeps } from '../../deps';
 import type { Caller } from '../../http/context';
 import { ApiError, unprocessable } from '../../http/errors';
+import { MAX_SEND_FACTOR } from '../../messages/render-budget';
 import { templateIdByName } from '../../messages/templates';
 import { compact, NativeSend, parseProvider, refused } from '../native';
 import { mailSend, MailSend, Personalization } from './schema';
@@ -110,5 +111,14 @@ export async function fromSendgrid(deps: AppDeps, caller: Caller, value: unknown
   if (m.template_id === undefined && body.html === undefined && body.text === undefined) {
     throw unprocessable('missing_body', 'content is required unless template_id is given', 'content');
   }
-  return m.personalizations.map((p, i) => onePersonalization(m, p, i, body, maxMessageBytes));
+  // Without substitutions every personalization shares the same body strings; with them each gets its own copy,
+  // so their total is bounded as one request's built mail is (MAX_SEND_FACTOR × maxMessageBytes).
+  const budget = maxMessageBytes * MAX_SEND_FACTOR;
+  let total = 0;
+  return m.personalizations.map((p, i) => {
+    const native = onePersonalization(m, p, i, body, maxMessageBytes);
+    if (p.substitutions && Object.keys(p.substitutions).length) total += String(native.html ?? '').length + String(native.text ?? '').length;
+    if (total > budget) throw new ApiError(413, 'invalid_request_error', 'message_too_large', `the substituted bodies of this request total more than ${budget} characters`, `personalizations[${i}]`);
+    return native;
+  });
 }
