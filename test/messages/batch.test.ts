@@ -76,7 +76,7 @@ test('a batch of more than 500 items, or none, is refused whole with the error s
   assert.deepEqual(await counts(app), stored);
 });
 
-test('a sandbox key without messages:send is refused before the body is read', async () => {
+test('a key without messages:send is refused with 403 insufficient_scope', async () => {
   const readOnly = app.api.withKey(await createKey(app, 'test', ['messages:read']));
   const res = await readOnly.post('/v1/messages/batch', { messages: [simpleSend()] });
   assert.equal(res.status, 403);
