@@ -24,6 +24,12 @@ const sourceIp = z.strictObject({
     .describe('Name of the one account this address is dedicated to: only that account sends from it, and its live keys may manage its warm-up through the API. Unset: shared, warm-up is the operator\'s (CLI).'),
 });
 
+const compatLayer = (name: string) => z.strictObject({
+  host: z.string().min(1).default('127.0.0.1').describe(`Address the ${name} compatibility listener binds to.`),
+  port: z.number().int().min(0).max(65535).nullable().default(null)
+    .describe(`Also serve the ${name} layer at the root of its own port (for clients whose base URL cannot carry a path); null: only under /${name} on the API port.`),
+}).prefault({}).describe(`The ${name} compatibility layer.`);
+
 export const configSchema = z.strictObject({
   hostname: z.string().min(1).default('mail.example.com')
     .describe('Public host name of this appliance: Message-ID domain, default EHLO name and bounce domain.'),
@@ -216,6 +222,8 @@ export const configSchema = z.strictObject({
     authFailuresPerMinute: z.number().int().positive().default(20)
       .describe('Failed authentications from one address per minute before it gets 429 (API) or 454 (SMTP).'),
   }).prefault({}).describe('Rate limits.'),
+  compat: z.strictObject({ postmark: compatLayer('postmark'), resend: compatLayer('resend'), sendgrid: compatLayer('sendgrid') })
+    .prefault({}).describe('Drop-in compatibility layers for Postmark, Resend and SendGrid clients (docs/compat.md).'),
   metrics: z.strictObject({
     enabled: z.boolean().default(true).describe('Serve Prometheus metrics on their own listener.'),
     ...hostPort('127.0.0.1', 9464, 'Prometheus /metrics listener (kept off the API port)'),

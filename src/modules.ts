@@ -24,6 +24,7 @@ import { applyRollup } from './analytics/rollup';
 import { registerSuppressionRoutes } from './suppressions/routes';
 import { uploadRunner } from './suppressions/upload-runner';
 import { TlsReportWorker } from './tls-policy/worker';
+import { compatListeners } from './compat';
 
 /** A background loop (MTA, webhook dispatcher, re-checks…). */
 export interface Worker {
@@ -72,4 +73,5 @@ export const MODULES: Module[] = [
   { name: 'tracking', routes: registerTrackingRoutes },
   { name: 'analytics', routes: registerAnalyticsRoutes, eventSinks: [applyRollup] },
   { name: 'suppressions', routes: registerSuppressionRoutes, workers: (deps) => [uploadRunner(deps)] },
+  { name: 'compat', listeners: compatListeners },
 ];

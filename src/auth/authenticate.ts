@@ -46,10 +46,14 @@ export function rateLimitHeaders(state: BucketState): Record<string, string> {
   };
 }
 
-export function createAuthenticator(deps: AuthDeps) {
+/** Where a request carries its key: `Authorization: Bearer` by default; a compatibility layer may name another header. */
+export type SecretOf = (ctx: Context) => string | undefined;
+export const bearerSecret: SecretOf = (ctx) => bearerToken(ctx.get('authorization'));
+
+export function createAuthenticator(deps: AuthDeps, secretOf: SecretOf = bearerSecret) {
   return async function authenticate(ctx: Context, scope: Scope): Promise<Caller> {
     const state = ctx.state as RequestState;
-    const secret = bearerToken(ctx.get('authorization'));
+    const secret = secretOf(ctx);
     const key = secret === undefined ? unauthorized('missing_api_key', 'Authorization: Bearer <API key> is required') : await verifySecret(deps, secret);
     if (key instanceof ApiError) {
       const blocked = deps.failures.blockedFor(state.clientIp);

@@ -1,6 +1,6 @@
 /**
  * The Koa application: global middleware, system routes (/healthz, /docs,
- * /v1/openapi.json), every module's /v1 routes, 501 stand-ins for SPEC
+ * /v1/openapi.json), every module's /v1 routes, the compatibility layers (src/compat), 501 stand-ins for SPEC
  * endpoints not built yet, and 404/405 in the error shape. /metrics is not
  * here: it has its own listener (metrics.ts), off the API port.
  */
@@ -14,6 +14,7 @@ import { buildOpenApi } from './openapi';
 import { DOCS_HTML } from './docs';
 import { SPEC_ROUTES } from './spec-routes';
 import { createAuthenticator } from '../auth/authenticate';
+import { compatRouter } from '../compat';
 
 export type RouteRegistrar = (api: ApiRouter, deps: AppDeps) => void;
 
@@ -35,6 +36,8 @@ export function createHttpApp(deps: AppDeps, registrars: RouteRegistrar[]): Koa 
   app.use(errorHandler(deps.log));
   app.use(system.routes());
   app.use(api.router.routes());
+  // Postmark, Resend and SendGrid clients under /postmark, /resend, /sendgrid: outside /v1 and its OpenAPI.
+  app.use(compatRouter(deps).routes());
   // Non-throwing mode sets Allow; errorHandler turns the bare 405/501 into the error shape.
   app.use(api.router.allowedMethods());
   return app;

@@ -133,21 +133,35 @@ async function recordQueuedEvents(trx: Tx, batch: AcceptBatch): Promise<void> {
  * returns the per-recipient result in the batch's order.
  */
 export async function acceptBatch(deps: AppDeps, batch: AcceptBatch, alsoInTx?: (trx: Tx) => Promise<void>): Promise<AcceptedMessage[]> {
+  return (await acceptBatches(deps, [batch], alsoInTx))[0];
+}
+
+/**
+ * Several prepared sends (a batch request, or one send) made durable in one transaction, with `alsoInTx`;
+ * each send's results in its order. Copies due at once go to the MTA in memory as far as it has free slots
+ * (delivery/handoff.ts): written leased to it, handed over after the commit; the rest wake it to claim.
+ */
+export async function acceptBatches(deps: AppDeps, batches: AcceptBatch[], alsoInTx?: (trx: Tx) => Promise<void>): Promise<AcceptedMessage[][]> {
   const { accepted } = partsFor(deps);
-  const grant = statusOf(batch) === 'queued' ? deps.handoff.reserve(batch.messages.length, batch.now) : null;
-  const rows = messageRows(batch, grant);
+  const grants = batches.map((b) => (statusOf(b) === 'queued' ? deps.handoff.reserve(b.messages.length, b.now) : null));
+  const rows = batches.map((b, i) => messageRows(b, grants[i]));
+  const weight = batches.reduce((n, b) => n + b.messages.length, 0);
   try {
     await deps.writer.run(async (trx) => {
-      await writeBatch(trx, batch, rows);
+      for (const [i, batch] of batches.entries()) await writeBatch(trx, batch, rows[i]);
       if (alsoInTx) await alsoInTx(trx);
-    }, batch.messages.length);
+    }, weight);
   } catch (err) {
-    grant?.cancel();
+    for (const grant of grants) grant?.cancel();
     throw err;
   }
-  accepted.inc({ mode: batch.mode, source: batch.source }, batch.messages.length);
-  if (grant) grant.hand(rows.slice(0, grant.count), new Map(batch.contents.map((c) => [c.id, c.raw])));
-  if (!grant || grant.count < rows.length) deps.signals.emit('queueChanged');
-  const status = statusOf(batch);
-  return batch.messages.map((m) => ({ id: m.id, to: m.toEmail, status }));
+  let queued = 0;
+  for (const [i, batch] of batches.entries()) {
+    accepted.inc({ mode: batch.mode, source: batch.source }, batch.messages.length);
+    const grant = grants[i];
+    if (grant) grant.hand(rows[i].slice(0, grant.count), new Map(batch.contents.map((c) => [c.id, c.raw])));
+    queued += batch.messages.length - (grant?.count ?? 0);
+  }
+  if (queued > 0) deps.signals.emit('queueChanged');
+  return batches.map((batch) => batch.messages.map((m) => ({ id: m.id, to: m.toEmail, status: statusOf(batch) })));
 }

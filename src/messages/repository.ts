@@ -155,3 +155,25 @@ export async function cancelMessage(db: Queryable, scope: Scope, id: string, now
   if (!message) return { kind: 'not_found' };
   return changed === 1 ? { kind: 'cancelled', message } : { kind: 'refused', message };
 }
+
+/** The copies of one send request (batch_id), in the order they were made. */
+export async function messagesOfBatch(db: Queryable, scope: Scope, batchId: string): Promise<MessageRecord[]> {
+  const rows: Row[] = await scoped(db, scope).andWhere({ batch_id: batchId }).orderBy('id', 'asc').limit(1000);
+  return rows.map(toRecord);
+}
+
+/** The scheduled copies of a send that no worker holds; what reschedule and cancel may change. */
+const changeableOfBatch = (db: Queryable, scope: Scope, batchId: string, now: number) => scoped(db, scope)
+  .andWhere({ batch_id: batchId, status: 'scheduled' })
+  .andWhere((q) => q.whereNull('lease_expires_at').orWhere('lease_expires_at', '<=', now));
+
+/** Moves every still-scheduled copy of a send to `sendAt`; returns how many moved. */
+export async function rescheduleBatch(db: Queryable, scope: Scope, batchId: string, sendAt: number, now: number): Promise<number> {
+  return changeableOfBatch(db, scope, batchId, now).update({ send_at: sendAt, next_attempt_at: sendAt, updated_at: now });
+}
+
+/** Cancels every still-scheduled copy of a send (as cancelMessage does one); returns how many. */
+export async function cancelBatch(db: Queryable, scope: Scope, batchId: string, now: number): Promise<number> {
+  return changeableOfBatch(db, scope, batchId, now)
+    .update({ status: 'cancelled', next_attempt_at: null, lease_owner: null, lease_expires_at: null, updated_at: now });
+}

@@ -13,6 +13,9 @@ import { idempotencyKeyOf } from './idempotency';
 import { attemptsOf, cancelMessage, eventsOf, getMessage, listMessages } from './repository';
 import { listFilters, messageDetailSchema, messageSchema, sendBodySchema, sendResponse } from './schemas';
 import { sendMessages } from './send';
+import { batchBodyLimit, batchBodySchema, batchResponse } from './batch-schemas';
+import { MAX_SEND_FACTOR } from './render-budget';
+import { MAX_BATCH_ITEMS, sendBatch } from './batch';
 import { shapeAttempt, shapeEvent, shapeMessage } from './shape';
 import { registerTemplateRoutes } from './template-routes';
 
@@ -49,6 +52,29 @@ export function registerMessageRoutes(api: ApiRouter, deps: AppDeps): void {
       const key = idempotencyKeyOf(ctx.get('idempotency-key'));
       const result = await sendMessages(deps, caller, body, key);
       return { status: result.status, body: result.body, headers: result.replayed ? { 'Idempotent-Replayed': 'true' } : undefined };
+    },
+  });
+
+  api.add({
+    method: 'post', path: '/v1/messages/batch', scope: 'messages:send', tag: 'Messages', extension: true,
+    summary: 'Send up to 500 messages in one request',
+    description: `Each item of \`messages\` is a body of POST /v1/messages/send (1 to ${MAX_BATCH_ITEMS} items), validated, rendered and built on its own `
+      + 'and answered on its own, in request order: `accepted` with its `batch_id` and one entry per recipient, or `failed` with the status, code and message '
+      + 'a single send would have answered. The accepted items are committed together, in one transaction, before the answer. '
+      + 'The answer is 200 whenever the request itself is valid, even if items failed. '
+      + `The built messages of one batch may total at most ${MAX_SEND_FACTOR}× limits.maxMessageBytes; items past that fail with message_too_large. `
+      + 'An `Idempotency-Key` works as for a single send; a batch in which no item was accepted stores nothing and releases the key.',
+    body: batchBodySchema(config),
+    bodyLimitBytes: batchBodyLimit(config),
+    responses: {
+      200: { description: 'One result per item, in request order', schema: batchResponse },
+      409: { description: 'A request with this Idempotency-Key is in progress' },
+      413: { description: 'The request body is too large' },
+    },
+    async handler({ body, caller, ctx }) {
+      const idempotencyKey = idempotencyKeyOf(ctx.get('idempotency-key'));
+      const result = await sendBatch(deps, caller, body.messages, { idempotencyKey });
+      return { status: 200, body: { data: result.data }, headers: result.replayed ? { 'Idempotent-Replayed': 'true' } : undefined };
     },
   });
 

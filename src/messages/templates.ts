@@ -91,6 +91,12 @@ export async function getTemplate(db: Queryable, accountId: string, id: string):
   return row && toTemplate(row);
 }
 
+/** The id of the account's template with this name (names are unique per account); providers call it an alias. */
+export async function templateIdByName(db: Queryable, accountId: string, name: string): Promise<string | undefined> {
+  const row = await db('templates').where({ account_id: accountId, name }).first('id');
+  return row?.id as string | undefined;
+}
+
 export async function listTemplates(db: Queryable, accountId: string, limit: number, cursor?: string): Promise<{ items: Template[]; total: number }> {
   const rows = await db<TemplateRow>('templates').where({ account_id: accountId })
     .modify((q) => {
