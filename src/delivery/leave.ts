@@ -71,8 +71,8 @@ export async function leaveAll(trx: Tx, rows: readonly LeaveRow[]): Promise<Set<
   const ours = new Set<string>();
   for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) {
     const chunk = rows.slice(i, i + ROWS_PER_STATEMENT);
-    const changed: Array<{ id: string }> = await trx.raw(leaveSql(chunk.length), chunk.flatMap(bindings));
-    for (const r of changed) ours.add(r.id);
+    const result: Array<{ id: string }> | { rows: Array<{ id: string }> } = await trx.raw(leaveSql(chunk.length), chunk.flatMap(bindings));
+    for (const r of Array.isArray(result) ? result : result.rows) ours.add(r.id); // sqlite3 answers rows, pg a result
   }
   return ours;
 }

@@ -49,6 +49,8 @@ export class Mta implements Worker, HandoffTaker {
   private claims = 0;
   /** slots promised to accepted batches whose copies are not launched yet (handoff.ts) */
   private reserved = 0;
+  /** slots asked for by a claim still waiting for its transaction */
+  private claiming = 0;
   /** wake-ups so far: runOnce claims again after a full look only when one came (the queue changed) */
   private kicks = 0;
   private running = false;
@@ -162,12 +164,13 @@ export class Mta implements Worker, HandoffTaker {
 
   /** Fills free slots until the queue has nothing due (drained), then arranges the next look. */
   private async pump(): Promise<void> {
+    await this.ready; // a wake-up before start-up released stale leases must not claim rows it then returns
     while (this.running && !this.drained && this.freeSlots() > 0) await this.claimAndLaunch();
     if (this.running && this.drained) await this.armTimer();
   }
 
   private freeSlots(): number {
-    return this.deps.config.delivery.concurrency - this.inflight.size - this.reserved;
+    return this.deps.config.delivery.concurrency - this.inflight.size - this.reserved - this.claiming;
   }
 
   /** The accept path offers copies due now: take what free slots allow, leased to us in its transaction. */
@@ -177,8 +180,10 @@ export class Mta implements Worker, HandoffTaker {
     this.reserved += count;
     let open = true;
     const release = (): void => {
-      if (open) this.reserved -= count;
+      if (!open) return;
       open = false;
+      this.reserved -= count;
+      this.schedulePump(); // slots this grant held may be wanted by rows waiting in the queue
     };
     return {
       owner: `${this.owner}.${++this.claims}`,
@@ -214,13 +219,18 @@ export class Mta implements Worker, HandoffTaker {
       limit,
     };
     const kicksBefore = this.kicks;
-    const jobs = await this.transact((trx) => claim(trx, request));
-    // Fewer rows than asked: the claim saw every due row, unless a wake-up came meanwhile (a send committed
-    // with the claim or after it), which must not be lost.
-    if (jobs.length < limit && this.kicks === kicksBefore) this.drained = true;
-    await preload(this.reader, jobs);
-    for (const job of jobs) this.launch(job);
-    return jobs.length;
+    this.claiming += limit; // these slots are spoken for until the claimed jobs are in flight (reserve() sees it)
+    try {
+      const jobs = await this.transact((trx) => claim(trx, request));
+      // Fewer rows than asked: the claim saw every due row, unless a wake-up came meanwhile (a send committed
+      // with the claim or after it), which must not be lost.
+      if (jobs.length < limit && this.kicks === kicksBefore) this.drained = true;
+      await preload(this.reader, jobs);
+      for (const job of jobs) this.launch(job);
+      return jobs.length;
+    } finally {
+      this.claiming -= limit;
+    }
   }
 
   /**

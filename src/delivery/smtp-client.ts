@@ -66,7 +66,8 @@ export class SmtpClient {
       port: options.port,
       localAddress: options.localAddress,
       name: options.ehlo,
-      opportunisticTLS: true,
+      // Only opportunistic sessions go on in plain text after a refused STARTTLS; a verified one must fail (ETLS).
+      opportunisticTLS: options.tls !== 'verified',
       ignoreTLS: options.tls === 'none',
       requireTLS: options.tls === 'verified',
       // Opportunistic TLS: an unverifiable certificate still beats plain text (RFC 7435); MTA-STS enforce refuses it.

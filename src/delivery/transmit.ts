@@ -90,6 +90,12 @@ export function createSmtpTransport(deps: SmtpTransportDeps): Transmit {
         }
         continue; // unreachable, refused at the greeting, timed out: try the next MX host
       }
+      if (enforce && !(lease.client.secure && lease.client.tlsSession.verified)) {
+        // Belt and braces: whatever the client library did, enforce sends nothing over a session not verified.
+        deps.pool.release(lease.client, false);
+        last = { mx: host.name, code: null, enhancedCode: null, response: `MTA-STS (enforce): verified TLS to ${host.name} failed (session not verified); not sent in plain text` };
+        continue;
+      }
       if (!(await stillOurs())) {
         deps.pool.release(lease.client, true);
         return 'not ours';

@@ -50,6 +50,9 @@ export function createPolicyResolver(deps: TlsPolicyDeps): PlanFor {
   const dns = createResolver(config);
   const ttlMs = config.delivery.mxCacheSeconds * 1000;
   const cache = new LruMap<string, { plan: TlsPlan; until: number }>(config.delivery.mtaSts.cacheEntries);
+  // Domains whose policy fetch failed lately, and until when not to try again: a domain pointing its policy
+  // host at a tarpit would otherwise hold a delivery slot for the fetch timeout at every MX cache expiry.
+  const failures = new LruMap<string, number>(config.delivery.mtaSts.cacheEntries);
   // Bounded by the deliveries in flight (delivery.concurrency); each entry removes itself when settled.
   const pending = new Map<string, Promise<TlsPlan>>();
   return (raw) => {
@@ -59,8 +62,9 @@ export function createPolicyResolver(deps: TlsPolicyDeps): PlanFor {
     if (hit && hit.until > clock.now()) return Promise.resolve(hit.plan);
     const running = pending.get(domain);
     if (running) return running;
-    const promise = resolvePlan(deps, dns, domain).then((plan) => {
-      if (ttlMs > 0) cache.set(domain, { plan, until: clock.now() + ttlMs });
+    const promise = resolvePlan(deps, dns, domain, failures).then((plan) => {
+      // The policy text (up to 64 KiB) stays in the database, where the report reads it: not × cacheEntries here.
+      if (ttlMs > 0) cache.set(domain, { plan: { ...plan, policy: plan.policy && { ...plan.policy, text: '' } }, until: clock.now() + ttlMs });
       return plan;
     }).finally(() => pending.delete(domain));
     pending.set(domain, promise);
@@ -68,26 +72,32 @@ export function createPolicyResolver(deps: TlsPolicyDeps): PlanFor {
   };
 }
 
-async function resolvePlan(deps: TlsPolicyDeps, dns: DnsResolver, domain: string): Promise<TlsPlan> {
+/** How long a failed policy fetch is not retried for its domain (the stored policy, if any, applies meanwhile). */
+const FETCH_RETRY_MS = 5 * 60_000;
+
+async function resolvePlan(deps: TlsPolicyDeps, dns: DnsResolver, domain: string, failures: LruMap<string, number>): Promise<TlsPlan> {
   const { mtaSts, tlsReports } = deps.config.delivery;
   const [policy, rua] = await Promise.all([
-    mtaSts.enabled ? currentPolicy(deps, dns, domain) : null,
+    mtaSts.enabled ? currentPolicy(deps, dns, domain, failures) : null,
     tlsReports.enabled ? txt(dns, `_smtp._tls.${domain}`).then((t) => (t ? parseTlsRptRecord(t) : null)) : null,
   ]);
   return { domain, policy, reporting: rua !== null };
 }
 
-async function currentPolicy(deps: TlsPolicyDeps, dns: DnsResolver, domain: string): Promise<StsPolicy | null> {
+async function currentPolicy(deps: TlsPolicyDeps, dns: DnsResolver, domain: string, failures: LruMap<string, number>): Promise<StsPolicy | null> {
   const now = deps.clock.now();
   const [record, stored] = await Promise.all([txt(dns, `_mta-sts.${domain}`), storedPolicy(deps.reader, domain)]);
   const valid = stored && stored.expiresAt > now ? stored : null;
   const id = record ? parseStsRecord(record) : null;
   if (!id || valid?.id === id) return valid;
+  if ((failures.get(domain) ?? 0) > now) return valid;
   const fetched = await fetchPolicy(deps, domain, id);
   if ('error' in fetched) {
+    failures.set(domain, now + FETCH_RETRY_MS);
     deps.log.warn({ domain, error: fetched.error, cached: Boolean(valid) }, 'MTA-STS policy fetch failed');
     return valid;
   }
+  failures.delete(domain);
   await deps.transact((trx) => savePolicy(trx, domain, fetched));
   return fetched;
 }

@@ -18,6 +18,9 @@ import { utcDay } from './counts';
 
 const HOUR_MS = 3_600_000;
 
+/** A day whose report could not be made for this long (the domain's DNS failing) is dropped, not retried. */
+const GIVE_UP_AFTER_DAYS = 3;
+
 export class TlsReportWorker implements Worker {
   readonly name = 'tls-reports';
   private timer?: NodeJS.Timeout;
@@ -27,7 +30,8 @@ export class TlsReportWorker implements Worker {
   constructor(private readonly deps: AppDeps) {}
 
   start(): void {
-    if (!this.deps.config.delivery.tlsReports.enabled) return;
+    const { tlsReports, mtaSts } = this.deps.config.delivery;
+    if (!tlsReports.enabled && !mtaSts.enabled) return;
     const tick = () => {
       if (this.stopped) return;
       this.running = this.runOnce().catch((err) => this.deps.log.error({ err }, 'TLS reporting failed; the next run tries again'));
@@ -45,7 +49,9 @@ export class TlsReportWorker implements Worker {
 
   /** Sends the reports of every finished day, and returns what each rua answered (logs and tests). */
   async runOnce(): Promise<void> {
-    await this.sendDue();
+    // Policies past their max_age are never applied again: the table keeps only what may still be in force.
+    await this.deps.writer.run((trx) => trx('mta_sts_policies').where('expires_at', '<', this.deps.clock.now()).delete());
+    if (this.deps.config.delivery.tlsReports.enabled) await this.sendDue();
   }
 
   async sendDue(): Promise<SendResult[]> {
@@ -55,7 +61,15 @@ export class TlsReportWorker implements Worker {
     const results: SendResult[] = [];
     for (const { day, policy_domain: domain } of due) {
       if (this.stopped) break;
-      results.push(...(await this.report(day, domain)));
+      try {
+        results.push(...(await this.report(day, domain)));
+      } catch (err) {
+        // One domain's trouble (its DNS down) must not hold up the others: its counts wait for the next run,
+        // unless the day is too old to be worth reporting any more.
+        const stale = day < utcDay(this.deps.clock.now() - GIVE_UP_AFTER_DAYS * 86_400_000);
+        this.deps.log.warn({ err, domain, day, dropped: stale }, 'TLS report could not be made');
+        if (!stale) continue;
+      }
       await this.deps.writer.run((trx) => trx('tls_report_counts').where({ day, policy_domain: domain }).delete());
     }
     return results;
@@ -76,7 +90,7 @@ export class TlsReportWorker implements Worker {
       domain, reportId: report.reportId, submitter: config.hostname,
       filename: reportFilename(report, domain, submitter), gzipped: gzipSync(JSON.stringify(report.json)),
     };
-    const results = await Promise.all(rua.map((uri) => sendReport(config, clock, uri, mail)));
+    const results = await Promise.all(rua.map((uri) => sendReport(config, clock, uri, mail).catch((err: Error) => ({ rua: uri, ok: false, detail: err.message }))));
     for (const r of results) log[r.ok ? 'info' : 'warn']({ domain, day, rua: r.rua, detail: r.detail }, r.ok ? 'TLS report sent' : 'TLS report not delivered');
     return results;
   }

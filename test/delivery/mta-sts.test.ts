@@ -11,6 +11,7 @@ describe('MTA-STS outbound', () => {
   let sts: StsServer;
   let good: SmtpSink; // 127.0.0.2, certificate valid for mx.good.test
   let wrongName: SmtpSink; // 127.0.0.3, certificate for another name
+  let plain: SmtpSink; // 127.0.0.4, no STARTTLS at all
   let world: World;
 
   /** A domain publishing an STS record and a policy, with its MX hosts. */
@@ -25,15 +26,16 @@ describe('MTA-STS outbound', () => {
 
   before(async () => {
     ca = createTestCa();
-    const domains = ['enforce.test', 'mismatch.test', 'wrongcert.test', 'testing.test'];
+    const domains = ['enforce.test', 'mismatch.test', 'wrongcert.test', 'testing.test', 'plain.test'];
     sts = await startStsServer(ca.issue(domains.map((d) => `mta-sts.${d}`)));
     good = await startSmtpSink({ host: '127.0.0.2', tls: 'starttls', certificate: ca.issue(['mx.good.test']) });
     wrongName = await startSmtpSink({ host: '127.0.0.3', port: good.port, tls: 'starttls', certificate: ca.issue(['somewhere-else.test']) });
+    plain = await startSmtpSink({ host: '127.0.0.4', port: good.port });
     world = await startWorld({ port: good.port, config: { delivery: { tlsCaFile: ca.file, mtaSts: { httpsPort: sts.port } } } });
   });
   after(async () => {
     await world?.stop();
-    await Promise.all([good?.close(), wrongName?.close(), sts?.close()]);
+    await Promise.all([good?.close(), wrongName?.close(), plain?.close(), sts?.close()]);
     ca?.remove();
   });
 
@@ -92,6 +94,17 @@ describe('MTA-STS outbound', () => {
     assert.equal(attempt.outcome, 'deferred');
     assert.equal(attempt.tls_failure, 'certificate-host-mismatch');
     assert.equal(Boolean(attempt.tls_verified), false);
+  });
+
+  it('enforce with an MX that offers no STARTTLS defers: a refused or stripped STARTTLS never turns into plain text', async () => {
+    publish('plain.test', 'enforce', ['mx.plain.test'], [{ name: 'mx.plain.test', address: '127.0.0.4' }]);
+    const id = await sendMessage(world, { to: 'frank@plain.test' });
+    await world.mta.runOnce();
+
+    const row = await messageRow(world, id);
+    assert.equal(row.status, 'deferred');
+    assert.match(row.last_response, /MTA-STS \(enforce\): verified TLS to mx\.plain\.test failed/);
+    assert.equal(plain.messages.length + plain.unaccepted.length, 0, 'nothing was sent in plain text');
   });
 
   it('testing mode delivers over the unverifiable certificate and records the failure', async () => {
