@@ -116,7 +116,14 @@ export class Mta implements Worker, HandoffTaker {
   async runOnce(): Promise<void> {
     await this.ready;
     for (;;) {
-      if (this.pumping) await this.pumping;
+      if (this.pumpScheduled) {
+        await new Promise((resolve) => setImmediate(resolve));
+        continue;
+      }
+      if (this.pumping) {
+        await this.pumping; // a pump's claim may hold rows it has not launched yet
+        continue;
+      }
       if (this.inflight.size || this.handing.size) {
         await Promise.allSettled([...this.inflight, ...this.handing]);
         continue;
@@ -124,8 +131,12 @@ export class Mta implements Worker, HandoffTaker {
       // A look on the reader first: the claim, a write, only when something is due (a test's clock moves
       // without our timers, so the drained flag cannot tell).
       const at = await nextWakeAt(this.reader);
-      if (at === null || at > this.deps.clock.now()) return;
-      if ((await this.claimAndLaunch()) === 0 && !this.inflight.size) return;
+      if (at === null || at > this.deps.clock.now()) {
+        if (!this.pumpScheduled && !this.pumping && !this.inflight.size && !this.handing.size) return;
+        continue;
+      }
+      const claimed = await this.claimAndLaunch();
+      if (claimed === 0 && !this.pumpScheduled && !this.pumping && !this.inflight.size && !this.handing.size) return;
     }
   }
 
@@ -183,7 +194,6 @@ export class Mta implements Worker, HandoffTaker {
       if (!open) return;
       open = false;
       this.reserved -= count;
-      this.schedulePump(); // slots this grant held may be wanted by rows waiting in the queue
     };
     return {
       owner: `${this.owner}.${++this.claims}`,
@@ -197,7 +207,10 @@ export class Mta implements Worker, HandoffTaker {
         });
         this.handing.add(handing);
       },
-      cancel: release,
+      cancel: () => {
+        release();
+        this.schedulePump(); // the slots this grant held may be wanted by rows waiting in the queue
+      },
     };
   }
 
