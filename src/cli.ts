@@ -23,7 +23,7 @@ const COMMANDS: Record<string, { run: (ctx: CliContext) => Promise<void>; help: 
   accounts: { run: accountsCommand, help: 'accounts create NAME          create an account' },
   keys: {
     run: keysCommand,
-    help: 'keys create --mode test|live [--scopes a,b|all] [--account NAME] [--name LABEL] [--json]\n  keys list [--account NAME] [--json]\n  keys revoke ID',
+    help: 'keys create --mode test|live [--scopes a,b|all] [--account NAME] [--name LABEL] [--relay-from CIDR]… [--json]\n  keys list [--account NAME] [--json]\n  keys revoke ID',
   },
   domains: {
     run: domainsCommand,
@@ -58,6 +58,7 @@ async function main(argv: string[]): Promise<number> {
       ips: { type: 'string' },
       all: { type: 'boolean' },
       schedule: { type: 'string' },
+      'relay-from': { type: 'string', multiple: true },
     },
   });
   const [name = 'serve', ...args] = parsed.positionals;

@@ -74,6 +74,16 @@ export const configSchema = z.strictObject({
         .describe('Concurrent connections allowed in total; more get 421 and are closed.'),
       socketTimeoutMs: z.number().int().positive().default(60_000).describe('Idle time before a session is closed.'),
     }).prefault({}).describe('Inbound listener for DSN bounces and ARF complaints.'),
+    relay: z.strictObject({
+      enabled: z.boolean().default(false)
+        .describe('Start a plain SMTP relay listener without AUTH, for devices and apps that cannot authenticate: only clients in a key\'s relay network (pigeon keys create --relay-from CIDR) may send through it.'),
+      ...hostPort('127.0.0.1', 25, 'relay-by-network listener (bind it to the internal interface the devices reach)'),
+      maxConnectionsPerClient: z.number().int().positive().default(20)
+        .describe('Concurrent connections allowed from one client address.'),
+      maxClients: z.number().int().positive().default(200)
+        .describe('Concurrent connections allowed in total; more get 421 and are closed.'),
+      socketTimeoutMs: z.number().int().positive().default(60_000).describe('Idle time before a session is closed.'),
+    }).prefault({}).describe('Relay listener for clients that relay by network (off by default; the submission port accepts relay networks too).'),
   }).prefault({}).describe('SMTP listeners.'),
   dns: z.strictObject({
     servers: z.array(z.string()).default([])
