@@ -151,6 +151,14 @@ export const configSchema = z.strictObject({
     dnsTimeoutMs: z.number().int().positive().default(2000)
       .describe('Timeout of one DNS query during domain verification (kept short so a verify request answers quickly).'),
   }).prefault({}).describe('Sending domains: verification and re-checks.'),
+  reputation: z.strictObject({
+    enabled: z.boolean().default(false)
+      .describe('Watch the reputation of each address in ips: DNSBL listings and forward-confirmed reverse DNS, every intervalMinutes (see docs/ip-pools.md). Off by default: public DNSBLs rate-limit, and Spamhaus refuses queries through public resolvers.'),
+    dnsblZones: z.array(z.string().regex(/^(?=.{1,200}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/i, 'a DNS zone such as zen.spamhaus.org')).max(20)
+      .default(['zen.spamhaus.org', 'b.barracudacentral.org', 'bl.spamcop.net'])
+      .describe('DNSBL zones each address is looked up in (an A answer in 127.0.0.0/8 is a listing).'),
+    intervalMinutes: z.number().int().min(5).default(60).describe('How often every address is checked again.'),
+  }).prefault({}).describe('Reputation watch of the sending addresses.'),
   webhooks: z.strictObject({
     allowPrivateTargets: z.boolean().default(false)
       .describe('Allow webhook URLs that resolve to loopback/private/link-local addresses (tests, local dev).'),
