@@ -205,6 +205,8 @@ export const configSchema = z.strictObject({
       .describe('How long the writer waits for more work before a group\'s commit starts (0: the next event-loop turn).'),
     groupCommitMaxMessages: z.number().int().min(1).max(10_000).default(1000)
       .describe('Most work, counted in messages (recipient copies), in one writer transaction.'),
+    bulkTags: z.array(z.string().min(1).max(64)).max(50).default(['bulk', 'marketing', 'newsletter'])
+      .describe('Tags that mark a message as bulk: such messages get one-click List-Unsubscribe headers (RFC 8058, as Gmail and Yahoo require of bulk mail) unless the send sets list_unsubscribe or brings its own List-Unsubscribe header. Case-insensitive.'),
   }).prefault({}).describe('Accepting messages (send API and SMTP submission).'),
   rateLimit: z.strictObject({
     requestsPerSecond: z.number().positive().default(100).describe('Sustained API requests per second per key.'),
