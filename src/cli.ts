@@ -34,7 +34,7 @@ const COMMANDS: Record<string, { run: (ctx: CliContext) => Promise<void>; help: 
     run: poolsCommand,
     help: 'pools list [--json]           source addresses: owner (account or shared), warm-up state, today\'s count\n  pools warmup start|pause|resume|stop (--ips A,B | --all) [--schedule standard|50,100,…] [--json]',
   },
-  doctor: { run: doctorCommand, help: 'doctor                        check DNS, PTR, ports and TLS, and say what to fix' },
+  doctor: { run: doctorCommand, help: 'doctor                        check DNS, PTR, DNSBL listings, sender rules, ports and TLS, and say what to fix' },
   analytics: { run: analyticsCommand, help: 'analytics rebuild [--account NAME]  recompute analytics rollups from the events' },
   config: { run: configCommand, help: 'config defaults|docs|check|write-docs  print defaults, the settings table, validate, or regenerate the docs' },
 };
