@@ -41,6 +41,9 @@ interface ListenerKind {
   limits: { maxConnectionsPerClient: number };
 }
 
+/** MAIL FROMs refused without AUTH before the session is closed (smtp-server's own unauthenticated cap is 10 commands). */
+const MAX_REFUSED_SENDERS = 3;
+
 const SUBMISSION: Omit<ListenerKind, 'limits'> = { name: 'smtp-submission', auth: true, metrics: 'pigeon_smtp_submission' };
 const RELAY: Omit<ListenerKind, 'limits'> = { name: 'smtp-relay', auth: false, metrics: 'pigeon_smtp_relay' };
 
@@ -76,6 +79,8 @@ class Submission {
   readonly busy = new Set<string>();
   /** session id → the key its relay network names (sessions without AUTH); bounded by maxClients */
   private readonly relayUsers = new Map<string, SubmitUser>();
+  /** session id → MAIL FROMs refused for want of AUTH or a relay network (authOptional lifts smtp-server's own cap) */
+  private readonly refusedSenders = new Map<string, number>();
   server!: SMTPServer;
   private readonly readPigeon: PigeonHeaderReader;
   private readonly transactions: Counter<'outcome'>;
@@ -156,6 +161,7 @@ class Submission {
   onClose(session: SMTPServerSession): void {
     this.clients.release(session.id);
     this.relayUsers.delete(session.id);
+    this.refusedSenders.delete(session.id);
     this.busy.delete(session.id);
   }
 
@@ -166,6 +172,10 @@ class Submission {
       const relayed = await relayUser(this.deps, session.remoteAddress, this.kind.auth);
       if (relayed instanceof SmtpReply) {
         this.deps.log.info({ listener: this.kind.name, remoteAddress: session.remoteAddress }, 'smtp relay refused: not authenticated, not in a relay network');
+        const refused = (this.refusedSenders.get(session.id) ?? 0) + 1;
+        this.refusedSenders.set(session.id, refused);
+        // the 530 is written first; a client that keeps trying without AUTH is then let go
+        if (refused >= MAX_REFUSED_SENDERS) setImmediate(() => this.closeSession(session.id));
         return relayed;
       }
       this.relayUsers.set(session.id, (user = relayed));

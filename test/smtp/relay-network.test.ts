@@ -59,6 +59,13 @@ describe('relay by network', () => {
     assert.deepEqual(await world.app.db('messages').count({ n: '*' }).first(), count);
   });
 
+  test('a client that keeps trying MAIL FROM without AUTH from outside every network is let go after three 530s', async () => {
+    const raw = await RawSmtp.connect(world.app.submissionPort, '127.0.0.3');
+    await raw.command('EHLO client.test');
+    for (let i = 0; i < 3; i++) assert.match(await raw.command(`MAIL FROM:<probe${i}@example.com>`), /^530 5\.7\.0/);
+    assert.equal(await raw.reply(), 'closed');
+  });
+
   test('the relay listener offers no AUTH and accepts the network\'s clients', async () => {
     const raw = await RawSmtp.connect(relayPort, '127.0.0.3');
     const ehlo = await raw.command('EHLO device.test');
