@@ -6,6 +6,7 @@ import { createAccount } from '../../src/auth/accounts';
 import { invalidateRelayNetworks, relayKeyFor } from '../../src/auth/relay-networks';
 import { keysCommand } from '../../src/cli/keys';
 import { UsageError } from '../../src/cli/common';
+import { liveApi } from '../support/app';
 import { verifyDkim } from '../support/mail';
 import { ids, RawSmtp, refusal, submissionClient } from './helpers';
 import { SENDER_DOMAIN, startRelayWorld, type RelayWorld } from './world';
@@ -46,6 +47,13 @@ describe('relay by network', () => {
     assert.equal(dkim.result, 'pass', dkim.info);
     const row = await world.app.db('messages').where({ id }).first();
     assert.equal(row.mode, 'live');
+  });
+
+  test('the account sees each key\'s relay networks in GET /v1/api-keys', async () => {
+    const res = await (await liveApi(world.app, ['account:manage'])).get('/v1/api-keys?limit=100');
+    const printers = res.body.data.find((k: { name: string }) => k.name === 'printers');
+    assert.deepEqual(printers.relay_from, ['127.0.0.2/32']);
+    assert.deepEqual(res.body.data.find((k: { name: string }) => k.name !== 'printers').relay_from, []);
   });
 
   test('a client outside every relay network gets a clear 530 at MAIL FROM on both listeners, and nothing is stored', async () => {
