@@ -10,7 +10,7 @@
 exports.up = async function up(knex) {
   await knex.schema.createTable('ip_reputation', (t) => {
     t.string('address').notNullable(); // as written in config `ips`
-    t.string('check').notNullable(); // a DNSBL zone, or `fcrdns`
+    t.string('check_name').notNullable(); // a DNSBL zone, or `fcrdns` (not `check`: a reserved word in SQL)
     t.string('state').notNullable(); // listed | clear (DNSBL); ok | fail (fcrdns)
     t.text('detail'); // the zone's TXT reason, or what the PTR check found
     t.text('codes'); // JSON array of the zone's A answers while listed
@@ -18,7 +18,7 @@ exports.up = async function up(knex) {
     t.bigInteger('checked_at').notNullable(); // the last lookup that answered
     t.text('error'); // the last lookup failed: why (state is the one before)
     t.bigInteger('error_at');
-    t.primary(['address', 'check']);
+    t.primary(['address', 'check_name']);
   });
 };
 

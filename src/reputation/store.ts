@@ -25,7 +25,7 @@ export interface CheckRecord {
 
 interface Row {
   address: string;
-  check: string;
+  check_name: string;
   state: string;
   detail: string | null;
   codes: string | null;
@@ -37,7 +37,7 @@ interface Row {
 
 const toRecord = (r: Row): CheckRecord => ({
   address: r.address,
-  check: r.check,
+  check: r.check_name,
   state: r.state as CheckRecord['state'],
   detail: r.detail,
   codes: fromJson<string[]>(r.codes, []),
@@ -49,7 +49,7 @@ const toRecord = (r: Row): CheckRecord => ({
 
 /** Every check of these addresses (all addresses when none are named), by address. */
 export async function checksOf(db: Queryable, addresses?: string[]): Promise<Map<string, CheckRecord[]>> {
-  const q = readerOf(db)('ip_reputation').orderBy('address').orderBy('check');
+  const q = readerOf(db)('ip_reputation').orderBy('address').orderBy('check_name');
   if (addresses) q.whereIn('address', addresses);
   const out = new Map<string, CheckRecord[]>();
   for (const r of (await q) as Row[]) out.set(r.address, [...(out.get(r.address) ?? []), toRecord(r)]);
@@ -58,21 +58,21 @@ export async function checksOf(db: Queryable, addresses?: string[]): Promise<Map
 
 /** The stored state of one check, read inside the writer's transaction. */
 export async function currentCheck(trx: Queryable, address: string, check: string): Promise<CheckRecord | undefined> {
-  const row = await trx<Row>('ip_reputation').where({ address, check }).first();
+  const row = await trx<Row>('ip_reputation').where({ address, check_name: check }).first();
   return row && toRecord(row);
 }
 
 export async function saveCheck(trx: Queryable, c: CheckRecord): Promise<void> {
   await trx('ip_reputation')
     .insert({
-      address: c.address, check: c.check, state: c.state, detail: c.detail, codes: toJson(c.codes), since: c.since,
+      address: c.address, check_name: c.check, state: c.state, detail: c.detail, codes: toJson(c.codes), since: c.since,
       checked_at: c.checkedAt, error: c.error, error_at: c.errorAt,
     })
-    .onConflict(['address', 'check'])
+    .onConflict(['address', 'check_name'])
     .merge();
 }
 
 /** A lookup that did not answer: the last known state stays, with the error beside it. */
 export async function noteError(trx: Queryable, address: string, check: string, error: string, now: number): Promise<boolean> {
-  return (await trx('ip_reputation').where({ address, check }).update({ error, error_at: now })) > 0;
+  return (await trx('ip_reputation').where({ address, check_name: check }).update({ error, error_at: now })) > 0;
 }

@@ -40,7 +40,7 @@ export function createReputationWatch(deps: AppDeps): Worker {
 
   async function due(now: number): Promise<boolean> {
     if (lastRunAt === undefined) {
-      const row = await deps.db('ip_reputation').max({ at: 'checked_at' }).first();
+      const row = await deps.reader('ip_reputation').max({ at: 'checked_at' }).first();
       lastRunAt = row?.at === null || row?.at === undefined ? -Infinity : Number(row.at);
     }
     return now - lastRunAt >= cfg.intervalMinutes * MINUTE;

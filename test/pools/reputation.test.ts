@@ -79,8 +79,8 @@ describe('reputation watch', () => {
     assert.deepEqual(rep.listings.map((l: { zone: string; listed: boolean; codes: string[] }) => [l.zone, l.listed, l.codes]), [['bl.test', true, ['127.0.0.2']], ['zen.test', false, []]]);
     assert.equal(rep.fcrdns.ok, true, rep.fcrdns.detail);
     assert.match(rep.fcrdns.detail, /forward-confirmed/);
-    const b = await app.db('ip_reputation').where({ address: DEDICATED }).orderBy('check');
-    assert.deepEqual(b.map((r: { check: string; state: string }) => [r.check, r.state]), [['bl.test', 'unknown'], ['fcrdns', 'fail'], ['zen.test', 'listed']]);
+    const b = await app.db('ip_reputation').where({ address: DEDICATED }).orderBy('check_name');
+    assert.deepEqual(b.map((r: { check_name: string; state: string }) => [r.check_name, r.state]), [['bl.test', 'unknown'], ['fcrdns', 'fail'], ['zen.test', 'listed']]);
     assert.match(b[0].error, /refused the query \(127\.255\.255\.254\)/);
 
     const metrics = await scrapeMetrics(app);
@@ -119,7 +119,7 @@ describe('reputation watch', () => {
     const count = (await ipEvents()).length;
     clock.advance(HOUR);
     await watch();
-    const row = await app.db('ip_reputation').where({ address: DEDICATED, check: 'zen.test' }).first();
+    const row = await app.db('ip_reputation').where({ address: DEDICATED, check_name: 'zen.test' }).first();
     assert.equal(row.state, 'listed');
     assert.match(row.error, /lookup of 5\.0\.0\.127\.zen\.test failed/);
     assert.equal((await ipEvents()).length, count);
