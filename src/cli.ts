@@ -23,7 +23,7 @@ const COMMANDS: Record<string, { run: (ctx: CliContext) => Promise<void>; help: 
   accounts: { run: accountsCommand, help: 'accounts create NAME          create an account' },
   keys: {
     run: keysCommand,
-    help: 'keys create --mode test|live [--scopes a,b|all] [--account NAME] [--name LABEL] [--json]\n  keys list [--account NAME] [--json]\n  keys revoke ID',
+    help: 'keys create --mode test|live [--scopes a,b|all] [--account NAME] [--name LABEL] [--relay-from CIDR]… [--json]\n  keys list [--account NAME] [--json]\n  keys revoke ID',
   },
   domains: {
     run: domainsCommand,
@@ -34,7 +34,7 @@ const COMMANDS: Record<string, { run: (ctx: CliContext) => Promise<void>; help: 
     run: poolsCommand,
     help: 'pools list [--json]           source addresses: owner (account or shared), warm-up state, today\'s count\n  pools warmup start|pause|resume|stop (--ips A,B | --all) [--schedule standard|50,100,…] [--json]',
   },
-  doctor: { run: doctorCommand, help: 'doctor                        check DNS, PTR, ports and TLS, and say what to fix' },
+  doctor: { run: doctorCommand, help: 'doctor                        check DNS, PTR, DNSBL listings, sender rules, ports and TLS, and say what to fix' },
   analytics: { run: analyticsCommand, help: 'analytics rebuild [--account NAME]  recompute analytics rollups from the events' },
   config: { run: configCommand, help: 'config defaults|docs|check|write-docs  print defaults, the settings table, validate, or regenerate the docs' },
 };
@@ -58,6 +58,7 @@ async function main(argv: string[]): Promise<number> {
       ips: { type: 'string' },
       all: { type: 'boolean' },
       schedule: { type: 'string' },
+      'relay-from': { type: 'string', multiple: true },
     },
   });
   const [name = 'serve', ...args] = parsed.positionals;

@@ -80,6 +80,16 @@ export const configSchema = z.strictObject({
         .describe('Concurrent connections allowed in total; more get 421 and are closed.'),
       socketTimeoutMs: z.number().int().positive().default(60_000).describe('Idle time before a session is closed.'),
     }).prefault({}).describe('Inbound listener for DSN bounces and ARF complaints.'),
+    relay: z.strictObject({
+      enabled: z.boolean().default(false)
+        .describe('Start a plain SMTP relay listener without AUTH, for devices and apps that cannot authenticate: only clients in a key\'s relay network (pigeon keys create --relay-from CIDR) may send through it.'),
+      ...hostPort('127.0.0.1', 25, 'relay-by-network listener (bind it to the internal interface the devices reach)'),
+      maxConnectionsPerClient: z.number().int().positive().default(20)
+        .describe('Concurrent connections allowed from one client address.'),
+      maxClients: z.number().int().positive().default(200)
+        .describe('Concurrent connections allowed in total; more get 421 and are closed.'),
+      socketTimeoutMs: z.number().int().positive().default(60_000).describe('Idle time before a session is closed.'),
+    }).prefault({}).describe('Relay listener for clients that relay by network (off by default; the submission port accepts relay networks too).'),
   }).prefault({}).describe('SMTP listeners.'),
   dns: z.strictObject({
     servers: z.array(z.string()).default([])
@@ -169,6 +179,14 @@ export const configSchema = z.strictObject({
     dnsTimeoutMs: z.number().int().positive().default(2000)
       .describe('Timeout of one DNS query during domain verification (kept short so a verify request answers quickly).'),
   }).prefault({}).describe('Sending domains: verification and re-checks.'),
+  reputation: z.strictObject({
+    enabled: z.boolean().default(false)
+      .describe('Watch the reputation of each address in ips: DNSBL listings and forward-confirmed reverse DNS, every intervalMinutes (see docs/ip-pools.md). Off by default: public DNSBLs rate-limit, and Spamhaus refuses queries through public resolvers.'),
+    dnsblZones: z.array(z.string().regex(/^(?=.{1,200}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/i, 'a DNS zone such as zen.spamhaus.org')).max(20)
+      .default(['zen.spamhaus.org', 'b.barracudacentral.org', 'bl.spamcop.net'])
+      .describe('DNSBL zones each address is looked up in (an A answer in 127.0.0.0/8 is a listing).'),
+    intervalMinutes: z.number().int().min(5).default(60).describe('How often every address is checked again.'),
+  }).prefault({}).describe('Reputation watch of the sending addresses.'),
   webhooks: z.strictObject({
     allowPrivateTargets: z.boolean().default(false)
       .describe('Allow webhook URLs that resolve to loopback/private/link-local addresses (tests, local dev).'),
@@ -215,6 +233,8 @@ export const configSchema = z.strictObject({
       .describe('How long the writer waits for more work before a group\'s commit starts (0: the next event-loop turn).'),
     groupCommitMaxMessages: z.number().int().min(1).max(10_000).default(1000)
       .describe('Most work, counted in messages (recipient copies), in one writer transaction.'),
+    bulkTags: z.array(z.string().min(1).max(64)).max(50).default(['bulk', 'marketing', 'newsletter'])
+      .describe('Tags that mark a message as bulk: such messages get one-click List-Unsubscribe headers (RFC 8058, as Gmail and Yahoo require of bulk mail) unless the send sets list_unsubscribe or brings its own List-Unsubscribe header. Case-insensitive.'),
   }).prefault({}).describe('Accepting messages (send API and SMTP submission).'),
   rateLimit: z.strictObject({
     requestsPerSecond: z.number().positive().default(100).describe('Sustained API requests per second per key.'),

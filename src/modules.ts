@@ -15,6 +15,7 @@ import { createRecheckWorker } from './domains/worker';
 import { registerPoolRoutes } from './pools/routes';
 import { poolDeliveryHooks } from './pools/selector';
 import { createPoolsWorker } from './pools/worker';
+import { createReputationWatch } from './reputation/watch';
 import { smtpListeners } from './smtp';
 import { webhooksModule } from './webhooks';
 import { registerTrackingRoutes } from './tracking/routes';
@@ -57,6 +58,7 @@ export const MODULES: Module[] = [
   { name: 'messages', routes: registerMessageRoutes, workers: (deps) => [compilePoolOf(deps)] },
   { name: 'domains', routes: registerDomainRoutes, workers: (deps) => [createRecheckWorker(deps)] },
   { name: 'pools', routes: registerPoolRoutes, workers: (deps) => [createPoolsWorker(deps)] },
+  { name: 'reputation', workers: (deps) => [createReputationWatch(deps)] },
   {
     name: 'delivery',
     workers: (deps) => [

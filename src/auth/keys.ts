@@ -10,6 +10,7 @@ import { fromJson, toJson } from '../db';
 import { hasReader, readerOf } from '../db/reader';
 import { newId, randomBase62 } from '../ids';
 import { cachePerApp, ReadCache } from '../util/read-cache';
+import { invalidateRelayNetworks } from './relay-networks';
 import { KEY_PREFIX, Mode, Scope } from './scopes';
 
 export const KEY_RANDOM_LENGTH = 40;
@@ -147,6 +148,7 @@ export async function revokeKey(db: Queryable, id: string, now: number, accountI
   await db('api_keys').where(where).whereNull('revoked_at').update({ revoked_at: now });
   // The cache is keyed by hash, not id; revocations are rare, so forget every key.
   keyCache(db)?.invalidate();
+  invalidateRelayNetworks(db);
   const row = await db<KeyRow>('api_keys').where(where).first();
   return row && toKey(row);
 }

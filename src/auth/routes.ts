@@ -13,6 +13,7 @@ import { iso } from '../clock';
 import { getAccount } from './accounts';
 import { countActiveKeys, createKey, getKey, listKeys, revokeKey, ApiKey } from './keys';
 import { checkCap } from './limits';
+import { networksOfKeys } from './relay-networks';
 import { parseAllowlist } from './allowlist';
 import { SCOPES } from './scopes';
 import { monthOf, usageFor } from './usage';
@@ -27,6 +28,8 @@ const keySchema = z.object({
   last_used_at: z.string().nullable(),
   revoked: z.boolean(),
   revoked_at: z.string().nullable(),
+  relay_from: z.array(z.string()).optional()
+    .describe('Extension, in lists: networks whose SMTP clients relay without AUTH as this key (set by the operator: pigeon keys create --relay-from).'),
 });
 
 export const shapeKey = (k: ApiKey): z.infer<typeof keySchema> => ({
@@ -81,7 +84,8 @@ export function registerAuthRoutes(api: ApiRouter, deps: AppDeps): void {
     responses: { 200: { description: 'A page of keys', schema: pageSchema(keySchema) } },
     async handler({ query, caller }) {
       const page = await listKeys(db, caller.accountId, query.limit + 1, query.cursor);
-      return { status: 200, body: toPage(page.items, query.limit, page.total, (k) => k.id, shapeKey) };
+      const networks = await networksOfKeys(db, page.items.map((k) => k.id));
+      return { status: 200, body: toPage(page.items, query.limit, page.total, (k) => k.id, (k) => ({ ...shapeKey(k), relay_from: networks.get(k.id) ?? [] })) };
     },
   });
 

@@ -7,7 +7,7 @@ export class UsageError extends Error {}
 export interface CliContext {
   config: Config;
   args: string[];
-  flags: Record<string, string | boolean | undefined>;
+  flags: Record<string, string | string[] | boolean | undefined>;
   out: (line: string) => void;
 }
 
@@ -30,3 +30,11 @@ export function flagString(ctx: CliContext, name: string): string | undefined {
 }
 
 export { loadConfig };
+
+/** A repeatable flag (`--relay-from A --relay-from B`); commas separate values too. */
+export function flagList(ctx: CliContext, name: string): string[] {
+  const v = ctx.flags[name];
+  if (v === undefined) return [];
+  if (typeof v === 'boolean') throw new UsageError(`--${name} needs a value`);
+  return (Array.isArray(v) ? v : [v]).flatMap((s) => s.split(',')).map((s) => s.trim()).filter(Boolean);
+}

@@ -11,6 +11,8 @@ import { checkPtr } from './doctor-ptr';
 import { checkSmtpTls } from '../smtp/doctor';
 import { checkWebhooks } from '../webhooks/doctor';
 import { checkSourceAddresses } from '../delivery/doctor';
+import { checkReputation } from '../reputation/doctor';
+import { checkSenderRules } from '../domains/doctor';
 
 export interface CheckResult {
   name: string;
@@ -46,6 +48,7 @@ async function checkPorts(config: Config): Promise<CheckResult[]> {
     ['http', config.http.host, config.http.port],
     ['smtp submission', config.smtp.submission.host, config.smtp.submission.port],
     ['smtp inbound', config.smtp.inbound.host, config.smtp.inbound.port],
+    ...(config.smtp.relay.enabled ? [['smtp relay', config.smtp.relay.host, config.smtp.relay.port] as [string, string, number]] : []),
   ];
   const results: CheckResult[] = [];
   for (const [name, host, port] of wanted) {
@@ -58,7 +61,7 @@ async function checkPorts(config: Config): Promise<CheckResult[]> {
   return results;
 }
 
-export const CHECKS: Check[] = [checkDatabase, checkPorts, checkPtr, checkSourceAddresses, checkWebhooks, (config) => checkSmtpTls(config)];
+export const CHECKS: Check[] = [checkDatabase, checkPorts, checkPtr, checkReputation, checkSenderRules, checkSourceAddresses, checkWebhooks, (config) => checkSmtpTls(config)];
 
 export async function doctorCommand(ctx: CliContext): Promise<void> {
   let failed = false;

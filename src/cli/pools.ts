@@ -11,6 +11,7 @@ import { ApiError } from '../http/errors';
 import { resolveIps } from '../pools/service';
 import { ipStatuses } from '../pools/status';
 import { shapeIp } from '../pools/view';
+import { checksOf } from '../reputation/store';
 import { changeWarmupOn, scheduleSchema, startWarmupOn, type ScheduleChoice, type WarmupAction } from '../pools/warmup';
 import { CliContext, UsageError, flagString, withDb } from './common';
 
@@ -66,10 +67,10 @@ function scheduleFlag(ctx: CliContext, action: 'start' | WarmupAction): Schedule
 
 /** The state of each address: one tab-separated line each, or a JSON array of the API's pool address records. */
 async function printAddresses(ctx: CliContext, db: Db, addresses: string[]): Promise<void> {
-  const statuses = await ipStatuses(db, ctx.config, addresses, systemClock.now());
+  const [statuses, reputation] = await Promise.all([ipStatuses(db, ctx.config, addresses, systemClock.now()), checksOf(db, addresses)]);
   const views = ctx.config.ips.filter((ip) => addresses.includes(ip.address)).map((ip) => ({
     account: ip.account ?? null,
-    ...shapeIp(ctx.config, { address: ip.address, hostname: ip.hostname, weight: ip.weight ?? 1, configured: true, status: statuses.get(ip.address)! }),
+    ...shapeIp(ctx.config, { address: ip.address, hostname: ip.hostname, weight: ip.weight ?? 1, configured: true, status: statuses.get(ip.address)!, reputation: reputation.get(ip.address) }),
   }));
   if (ctx.flags.json) return ctx.out(JSON.stringify(views));
   for (const v of views) {

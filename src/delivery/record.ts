@@ -100,7 +100,9 @@ function plan({ job, final, now }: OutcomeItem): Plan {
         async then(trx, at) {
           await insertAttempt(trx, job, final.attempt, 'deferred', at);
           await rollupCounter(trx, { ...job, at }, 'deferred');
-          return { result: 'deferred', events: 0 };
+          // one event per retry step: only a row still ours gets here, so a step is never reported twice
+          await recordEvent(trx, { ...eventBase(job, at), type: 'message.deferred', data: deferredData(job, final, at) });
+          return { result: 'deferred', events: 1 };
         },
       };
     case 'bounced': {
@@ -171,6 +173,22 @@ async function recordDelivery(trx: Tx, job: Job, o: Extract<Outcome, { kind: 'de
   });
   await addSuppression(trx, { accountId: job.accountId, email: job.toEmail, reason: 'complaint', sourceMessageId: job.id }, now);
   return { result: 'delivered', events: 3 };
+}
+
+/**
+ * The extension event of a deferral: one per retry step, since each deferral counts one attempt and sets the
+ * next, and only while the lease is ours (leave() above), so a step is never reported twice.
+ */
+function deferredData(job: Job, d: Extract<Final, { kind: 'deferred' }>, now: number): Record<string, unknown> {
+  return messageEventData(job, {
+    deferred_at: iso(now),
+    attempt: job.attempts + 1,
+    next_attempt_at: iso(d.next),
+    code: d.attempt?.code ?? null,
+    enhanced_code: d.attempt?.enhancedCode ?? null,
+    response: d.attempt?.response ?? d.diagnostic,
+    ...(d.attempt?.mx ? { mx_host: d.attempt.mx } : {}),
+  });
 }
 
 const eventBase = (job: Job, now: number) => ({

@@ -124,26 +124,38 @@ export function dmarcProblem(record: string): string | null {
   return null;
 }
 
-/** _dmarc.<domain>, falling back to parent domains (a subdomain inherits its organisation's policy). */
-export async function checkDmarc(resolver: DnsResolver, domain: string): Promise<RecordCheck> {
+export type DmarcLookup =
+  | { kind: 'found'; host: string; records: string[] }
+  | { kind: 'missing'; host: string; others: string[] }
+  | { kind: 'temporary'; host: string; code: string };
+
+/** The v=DMARC1 records at _dmarc.<domain>, falling back to parent domains (a subdomain inherits its organisation's policy). */
+export async function findDmarc(resolver: DnsResolver, domain: string): Promise<DmarcLookup> {
   const labels = domain.split('.');
   for (let i = 0; i <= labels.length - 2; i++) {
     const host = `_dmarc.${labels.slice(i).join('.')}`;
     const answer = await lookupTxt(resolver, host);
-    if (answer.kind === 'temporary') return temporary(host, answer.code);
+    if (answer.kind === 'temporary') return { kind: 'temporary', host, code: answer.code };
     const records = answer.kind === 'records' ? answer.records : [];
     // A record with v=DMARC1 anywhere is taken as meant for DMARC, so a misplaced v= is reported, not ignored.
     const dmarc = records.filter((t) => /(^|;)\s*v\s*=\s*DMARC1\s*(;|$)/i.test(t));
-    if (!dmarc.length) {
-      if (i === 0 && records.length) return { state: 'missing', found: records, detail: `no v=DMARC1 record at ${host}` };
-      continue;
-    }
-    if (dmarc.length > 1) return { state: 'mismatch', found: dmarc, detail: `${host} has ${dmarc.length} DMARC records; receivers ignore all of them` };
-    const problem = dmarcProblem(dmarc[0]);
-    if (problem) return { state: 'mismatch', found: dmarc, detail: problem };
-    return { state: 'verified', found: null, detail: i === 0 ? null : `inherited from ${host}` };
+    if (dmarc.length) return { kind: 'found', host, records: dmarc };
+    if (i === 0 && records.length) return { kind: 'missing', host, others: records };
   }
-  return { state: 'missing', found: [], detail: `no TXT record at _dmarc.${domain}` };
+  return { kind: 'missing', host: `_dmarc.${domain}`, others: [] };
+}
+
+export async function checkDmarc(resolver: DnsResolver, domain: string): Promise<RecordCheck> {
+  const found = await findDmarc(resolver, domain);
+  if (found.kind === 'temporary') return temporary(found.host, found.code);
+  if (found.kind === 'missing') {
+    return found.others.length ? { state: 'missing', found: found.others, detail: `no v=DMARC1 record at ${found.host}` } : { state: 'missing', found: [], detail: `no TXT record at _dmarc.${domain}` };
+  }
+  const { host, records } = found;
+  if (records.length > 1) return { state: 'mismatch', found: records, detail: `${host} has ${records.length} DMARC records; receivers ignore all of them` };
+  const problem = dmarcProblem(records[0]);
+  if (problem) return { state: 'mismatch', found: records, detail: problem };
+  return { state: 'verified', found: null, detail: host === `_dmarc.${domain}` ? null : `inherited from ${host}` };
 }
 
 const sameHost = (a: string, b: string) => a.toLowerCase().replace(/\.$/, '') === b.toLowerCase().replace(/\.$/, '');

@@ -13,7 +13,8 @@ import { DKIM_ALGORITHMS } from './keys';
 import {
   addDomain, addEd25519Key, deleteDomain, getDomain, listDomains, removeEd25519Key, rotateDkim, verifyDomainByName, type DomainsContext,
 } from './service';
-import { domainSchema, shapeDomain, type DomainView } from './view';
+import { senderRules } from './sender-rules';
+import { domainDetailSchema, domainSchema, shapeDomain, shapeSenderRules, type DomainView } from './view';
 import { verificationResolver } from './verify';
 
 const createBody = z.strictObject({
@@ -68,9 +69,13 @@ export function registerDomainRoutes(api: ApiRouter, deps: AppDeps): void {
   api.add({
     method: 'get', path: '/v1/domains/{domain}', scope: 'domains:manage', tag, extension: true,
     summary: 'Get a domain', params: domainParam,
-    responses: { 200: { description: 'The domain', schema: domainSchema } },
+    description: 'The domain with its records and, as an extension, `sender_rules`: whether its mail meets the Gmail/Yahoo sender requirements ' +
+      '(DKIM and SPF alignment with the From domain, a DMARC record and its policy, one-click unsubscribe for bulk mail). The DMARC record is looked up now.',
+    responses: { 200: { description: 'The domain', schema: domainDetailSchema } },
     async handler({ params, caller }) {
-      return { status: 200, body: shape(await getDomain(readCtx, caller.accountId, params.domain)) };
+      const bundle = await getDomain(readCtx, caller.accountId, params.domain);
+      const rules = await senderRules(ctx.resolver!, deps.config, bundle);
+      return { status: 200, body: { ...shape(bundle), sender_rules: shapeSenderRules(rules) } };
     },
   });
 

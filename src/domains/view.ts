@@ -4,6 +4,7 @@ import type { Config } from '../config';
 import { iso } from '../clock';
 import { DKIM_ALGORITHMS } from './keys';
 import { expectedRecords, recordViews } from './records';
+import type { SenderRules } from './sender-rules';
 import type { DomainBundle } from './service';
 
 const HOUR = 3_600_000;
@@ -61,5 +62,31 @@ export function shapeDomain(config: Config, b: DomainBundle): DomainView {
     dkim: active ? { selector: active.selector, algorithm: active.algorithm } : null,
     dkim_ed25519: second ? { selector: second.selector, status: second.status } : null,
     dns_records: recordViews(expectedRecords(config, d.name, b.keys), b.checks),
+  };
+}
+
+const ruleSchema = z.object({ ok: z.boolean(), detail: z.string().describe('What was found, and what to fix.') });
+
+export const senderRulesSchema = z.object({
+  meets_requirements: z.boolean().describe('True when DMARC exists, DKIM or SPF aligns with the From domain, and bulk mail gets one-click unsubscribe.'),
+  dkim_aligned: ruleSchema.describe('Pigeon signs with d=<this domain>: aligned once the active key\'s record verifies.'),
+  spf_aligned: ruleSchema.describe('Whether the envelope sender\'s domain (the bounce domain) shares this domain\'s organisational domain (the same name under aspf=s).'),
+  dmarc: ruleSchema.extend({
+    policy: z.enum(['none', 'quarantine', 'reject']).nullable().describe('p= of the record that applies (the domain\'s, or its organisation\'s).'),
+  }).describe('Whether a valid DMARC record applies to the domain.'),
+  one_click_unsubscribe: ruleSchema.extend({
+    bulk_tags: z.array(z.string()).describe('Tags that make a message bulk (messages.bulkTags): those get List-Unsubscribe and List-Unsubscribe-Post by default.'),
+  }).describe('Whether mail that looks bulk gets RFC 8058 one-click unsubscribe.'),
+}).describe('Extension: the Gmail/Yahoo sender requirements for this domain (looked up when asked; see docs/domains.md).');
+
+export const domainDetailSchema = domainSchema.extend({ sender_rules: senderRulesSchema });
+
+export function shapeSenderRules(r: SenderRules): z.infer<typeof senderRulesSchema> {
+  return {
+    meets_requirements: r.meets,
+    dkim_aligned: r.dkimAligned,
+    spf_aligned: r.spfAligned,
+    dmarc: { ok: r.dmarc.ok, policy: r.dmarc.policy, detail: r.dmarc.detail },
+    one_click_unsubscribe: { ok: r.oneClickUnsubscribe.ok, bulk_tags: r.oneClickUnsubscribe.bulkTags, detail: r.oneClickUnsubscribe.detail },
   };
 }

@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import type { AnyRoute } from './api';
-import { EVENT_TYPES, envelopeSchema } from '../events/schemas';
+import { EVENT_TYPES, envelopeSchema, isExtensionEvent } from '../events/schemas';
 
 const errorSchema = {
   type: 'object',
@@ -95,7 +95,8 @@ export function buildOpenApi(routes: AnyRoute[], publicUrl: string, version: str
   for (const type of EVENT_TYPES) {
     webhooks[type] = {
       post: {
-        summary: `${type} event`,
+        summary: `${type} event${isExtensionEvent(type) ? ' (extension)' : ''}`,
+        ...(isExtensionEvent(type) ? { 'x-pigeon-extension': true } : {}),
         parameters: [
           { name: 'Service-Signature', in: 'header', required: true, schema: { type: 'string' }, description: 't=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>' },
           { name: 'Service-Event-Id', in: 'header', required: true, schema: { type: 'string' } },

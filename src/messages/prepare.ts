@@ -13,6 +13,7 @@ import { isVerifiedDomain } from '../domains/lookup';
 import { poolExists } from '../pools/lookup';
 import type { AcceptBatch, NewContent, NewMessage } from './accept';
 import { checkHeaderValue } from './addresses';
+import { listUnsubscribeFor } from './bulk';
 import { composeMime, Attachment } from './mime';
 import { parseParticipants, Participants, Recipient } from './participants';
 import { compilePoolOf } from './compile-pool';
@@ -110,7 +111,8 @@ export async function prepareSend(deps: AppDeps, sender: Sender, body: SendBody)
   const { limits } = deps.config;
   const now = deps.clock.now();
   const people = parseParticipants(body, limits.maxRecipients);
-  const headers = checkHeaders(body.headers ?? {}, body.list_unsubscribe ?? false);
+  const listUnsubscribe = listUnsubscribeFor(deps.config, body.list_unsubscribe, body.tags ?? [], body.headers ?? {});
+  const headers = checkHeaders(body.headers ?? {}, listUnsubscribe);
   const attachments = decodeAttachments(body.attachments ?? []);
   const sendAt = resolveSendAt(body.send_at, now, limits.sendAtHorizonHours);
   const renderers = await contentRenderers(deps, sender.accountId, body);
@@ -120,7 +122,7 @@ export async function prepareSend(deps: AppDeps, sender: Sender, body: SendBody)
     accountId: sender.accountId, mode: sender.mode, batchId: newId('bat'), source: 'api', now, sendAt,
     sendingDomain: people.from.domain, domainVerified,
     tags: body.tags ?? [], metadata: body.metadata ?? {}, ipPool: body.ip_pool ?? null,
-    trackOpens: body.track_opens ?? deps.config.tracking.trackOpensDefault, trackClicks: body.track_clicks ?? deps.config.tracking.trackClicksDefault, listUnsubscribe: body.list_unsubscribe ?? false,
+    trackOpens: body.track_opens ?? deps.config.tracking.trackOpensDefault, trackClicks: body.track_clicks ?? deps.config.tracking.trackClicksDefault, listUnsubscribe,
     ...copies,
   };
 }

@@ -15,6 +15,7 @@ import { acceptBatch, AcceptedMessage, NewMessage } from './accept';
 import { parseEmail } from './addresses';
 import { resolveSendAt } from './prepare';
 import { TAG } from './schemas';
+import { listUnsubscribeForRaw } from './bulk';
 import { fixSubmittedMessage } from './raw-headers';
 
 export interface RawSubmission {
@@ -98,7 +99,8 @@ export async function enqueueRaw(deps: AppDeps, who: { accountId: string; mode: 
   const accepted = await acceptBatch(deps, {
     accountId: who.accountId, mode: who.mode, batchId, source: input.source ?? 'smtp', now, sendAt,
     sendingDomain: from.domain, domainVerified, tags: input.tags ?? [], metadata: input.metadata ?? {}, ipPool: input.ipPool ?? null,
-    trackOpens: input.trackOpens ?? deps.config.tracking.trackOpensDefault, trackClicks: input.trackClicks ?? deps.config.tracking.trackClicksDefault, listUnsubscribe: input.listUnsubscribe ?? false,
+    trackOpens: input.trackOpens ?? deps.config.tracking.trackOpensDefault, trackClicks: input.trackClicks ?? deps.config.tracking.trackClicksDefault,
+    listUnsubscribe: listUnsubscribeForRaw(deps.config, input.listUnsubscribe, input.tags ?? [], input.raw),
     contents: [{ id: contentId, raw: fixed.raw }], messages,
   });
   return { batchId, ids, messages: accepted };

@@ -81,7 +81,7 @@ export function sendBodySchema(config: Config) {
       .describe(`Deliver at this time (at most ${config.limits.sendAtHorizonHours} h ahead); a past time or none sends at once. The message is \`scheduled\` until then and can be cancelled.`),
     track_opens: z.boolean().optional().describe('Add an open-tracking pixel at delivery (default: config tracking.trackOpensDefault).'),
     track_clicks: z.boolean().optional().describe('Rewrite links for click tracking at delivery (default: config tracking.trackClicksDefault).'),
-    list_unsubscribe: z.boolean().optional().describe('Add List-Unsubscribe headers (one-click) at delivery.'),
+    list_unsubscribe: z.boolean().optional().describe('Add List-Unsubscribe headers (one-click, RFC 8058) at delivery. Default: on for messages tagged with one of the operator\'s bulk tags (messages.bulkTags: bulk, marketing, newsletter) that bring no List-Unsubscribe header of their own, off otherwise.'),
   });
 }
 

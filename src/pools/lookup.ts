@@ -72,3 +72,22 @@ export async function poolMembers(db: Queryable, config: Pick<Config, 'ips'>, ac
   const addresses = (await accountPools(db, accountId)).get(pool) ?? new Set<string>();
   return all.filter((ip) => addresses.has(ip.address));
 }
+
+/**
+ * Who uses a source address, for news about it (the reputation watch's ip.listed / ip.delisted): an address
+ * dedicated to an account (config `ips[].account`) is that account's alone; a shared one is in every account's
+ * `default` pool, so every account. Each with the names of its pools that hold the address.
+ */
+export async function accountsUsing(db: Queryable, config: Pick<Config, 'ips'>, address: string): Promise<Array<{ accountId: string; pools: string[] }>> {
+  const ip = config.ips.find((i) => i.address === address);
+  if (!ip) return [];
+  const accounts: Array<{ id: string }> = await db('accounts').modify((q) => {
+    if (ip.account !== undefined) q.where({ name: ip.account });
+  }).select('id');
+  const named: Array<{ account_id: string; name: string }> = await db('ip_pools as p')
+    .join('ip_pool_members as m', 'm.pool_id', 'p.id')
+    .where('m.address', address)
+    .orderBy('p.name')
+    .select('p.account_id', 'p.name');
+  return accounts.map((a) => ({ accountId: a.id, pools: [DEFAULT_POOL, ...named.filter((n) => n.account_id === a.id).map((n) => n.name)] }));
+}

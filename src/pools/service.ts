@@ -10,6 +10,7 @@ import ipaddr from 'ipaddr.js';
 import type { AppDeps } from '../deps';
 import { conflict, notFound, unprocessable } from '../http/errors';
 import { newId } from '../ids';
+import { checksOf, type CheckRecord } from '../reputation/store';
 import { isShared, operatorManaged, usableIps, type SourceIp } from './dedication';
 import { DEFAULT_POOL, forgetAccountPools } from './lookup';
 import * as repo from './repository';
@@ -30,6 +31,8 @@ export interface PoolMemberView {
   weight: number;
   configured: boolean;
   status: IpStatus;
+  /** the reputation watch's stored results (src/reputation) */
+  reputation?: CheckRecord[];
 }
 
 export interface PoolBundle {
@@ -63,9 +66,10 @@ export function resolveIps(available: SourceIp[], ips: string[], param = 'ips', 
 
 async function bundle(ctx: PoolsContext, accountId: string, pools: Array<Omit<PoolBundle, 'members' | 'overflow'> & { addresses: string[] }>): Promise<PoolBundle[]> {
   const addresses = [...new Set(pools.flatMap((p) => p.addresses))];
-  const [statuses, overflows] = await Promise.all([
+  const [statuses, overflows, reputation] = await Promise.all([
     ipStatuses(ctx.db, ctx.config, addresses, ctx.clock.now(), (a, d) => ctx.runtime.pendingUsage(a, d)),
     repo.getOverflows(ctx.db, accountId, pools.map((p) => p.name)),
+    checksOf(ctx.db, addresses),
   ]);
   const byAddress = new Map((await usableIps(ctx.db, ctx.config, accountId)).map((ip) => [ip.address, ip]));
   return pools.map(({ addresses: members, ...p }) => ({
@@ -73,7 +77,7 @@ async function bundle(ctx: PoolsContext, accountId: string, pools: Array<Omit<Po
     overflow: overflows.get(p.name) ?? 'queue',
     members: members.map((address) => {
       const ip = byAddress.get(address);
-      return { address, hostname: ip?.hostname ?? null, weight: ip?.weight ?? 1, configured: Boolean(ip), status: statuses.get(address) as IpStatus };
+      return { address, hostname: ip?.hostname ?? null, weight: ip?.weight ?? 1, configured: Boolean(ip), status: statuses.get(address) as IpStatus, reputation: reputation.get(address) };
     }),
   }));
 }

@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { iso } from '../clock';
 import type { Config } from '../config';
+import { FCRDNS, type CheckRecord } from '../reputation/store';
 import type { PoolBundle, PoolMemberView } from './service';
 import { familyOf } from './status';
 import { ratePerMinute } from './throttle';
@@ -33,6 +34,39 @@ const warmupSchema = z.object({
   finished_reason: z.enum(['completed', 'stopped']).nullable(),
 });
 
+const listingSchema = z.object({
+  zone: z.string().describe('The DNSBL zone, e.g. zen.spamhaus.org.'),
+  listed: z.boolean().nullable().describe('True while the zone lists the address; null when no lookup has answered yet (see error).'),
+  codes: z.array(z.string()).describe('The zone\'s A answers while listed (e.g. 127.0.0.2: what the listing is for).'),
+  reason: z.string().nullable().describe('The zone\'s TXT explanation while listed, when it gives one.'),
+  since: z.string().describe('When the address became listed (or clear).'),
+  checked_at: z.string().describe('The last lookup that answered.'),
+  error: z.string().nullable().describe('Why the last lookup did not answer (the state above is the one before), or null.'),
+});
+
+const reputationSchema = z.object({
+  listings: z.array(listingSchema).describe('One entry per DNSBL zone checked.'),
+  fcrdns: z.object({
+    ok: z.boolean().nullable().describe('True when the PTR names the address\'s hostname and that name resolves back to it.'),
+    detail: z.string().nullable().describe('What the check found, and what to fix.'),
+    since: z.string(),
+    checked_at: z.string(),
+    error: z.string().nullable(),
+  }).nullable().describe('Forward-confirmed reverse DNS, null before the first check.'),
+}).describe('Extension: the reputation watch\'s last results for this address (empty while reputation.enabled is off or before its first run); see docs/ip-pools.md.');
+
+function shapeReputation(checks: CheckRecord[] = []): z.infer<typeof reputationSchema> {
+  const known = (c: CheckRecord) => (c.state === 'unknown' ? null : c.state === 'listed' || c.state === 'ok');
+  const times = (c: CheckRecord) => ({ since: iso(c.since) as string, checked_at: iso(c.checkedAt) as string, error: c.error });
+  const fcrdns = checks.find((c) => c.check === FCRDNS);
+  return {
+    listings: checks.filter((c) => c.check !== FCRDNS).map((c) => ({
+      zone: c.check, listed: known(c), codes: c.codes, reason: c.state === 'listed' ? c.detail : null, ...times(c),
+    })),
+    fcrdns: fcrdns ? { ok: known(fcrdns), detail: fcrdns.detail, ...times(fcrdns) } : null,
+  };
+}
+
 export const poolIpSchema = z.object({
   address: z.string().describe('The source address (as written in config `ips`).'),
   hostname: z.string().nullable().describe('Its EHLO name (and expected PTR); null if the address was removed from config and is skipped.'),
@@ -46,6 +80,7 @@ export const poolIpSchema = z.object({
     by_provider: z.record(z.string(), z.number().int()).describe('The same per destination provider (`other` for the rest).'),
   }),
   throttles: z.array(throttleSchema).describe('Cool-downs in force after throttling replies, per destination.'),
+  reputation: reputationSchema,
 });
 
 export const poolSchema = z.object({
@@ -93,6 +128,7 @@ export function shapeIp(config: Config, m: PoolMemberView): PoolView['ips'][numb
       replies: t.hits,
       last_reply: t.lastReply,
     })),
+    reputation: shapeReputation(m.reputation),
   };
 }
 

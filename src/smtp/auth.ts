@@ -21,6 +21,8 @@ export interface SubmitUser {
   keyId: string;
   accountId: string;
   mode: Mode;
+  /** Set when the client did not AUTH and relays from this network of the key (relay-user.ts). */
+  relayNetwork?: string;
 }
 
 export type LoginResult = { user: SubmitUser } | { refused: SmtpReply; disconnect: boolean };

@@ -1,13 +1,14 @@
 /**
  * The SMTP module (issue 7): the submission listener for applications that
  * relay with an API key, and the inbound listener for bounces (DSN) and
- * complaints (ARF). Wired in src/modules.ts as listeners; both share one
+ * complaints (ARF), and the optional port-25 relay listener (relay by network,
+ * no AUTH; off unless smtp.relay.enabled). Wired in src/modules.ts as listeners; both share one
  * certificate (tls.ts). `checkSmtpTls` is a `pigeon doctor` check.
  */
 import type { AppDeps } from '../deps';
 import type { Listener } from '../modules';
 import { startInbound } from './inbound';
-import { startSubmission } from './submission';
+import { startRelayListener, startSubmission } from './submission';
 import { loadTls } from './tls';
 
 export { checkSmtpTls } from './doctor';
@@ -15,11 +16,14 @@ export { recordAsyncBounce, recordComplaint } from './inbound-outcomes';
 
 export async function smtpListeners(deps: AppDeps): Promise<Listener[]> {
   const tls = await loadTls(deps.config, deps.clock.now());
-  const submission = await startSubmission(deps, tls);
+  const started: Listener[] = [];
   try {
-    return [submission, await startInbound(deps, tls)];
+    started.push(await startSubmission(deps, tls));
+    started.push(await startInbound(deps, tls));
+    if (deps.config.smtp.relay.enabled) started.push(await startRelayListener(deps, tls));
+    return started;
   } catch (err) {
-    await submission.close();
+    await Promise.all(started.map((l) => l.close()));
     throw err;
   }
 }

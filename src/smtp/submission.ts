@@ -2,10 +2,14 @@
  * The submission listener (port 587 with STARTTLS or 465 with implicit TLS on
  * a VPS; 127.0.0.1:2587 by default): applications relay through it with an
  * API key. It is the SMTP front of the accept path, and never an open relay:
- * without AUTH, MAIL FROM gets 530. The session, step by step:
+ * without AUTH, MAIL FROM gets 530 unless the client is in a key's relay
+ * network (relay-user.ts). The same handlers serve the optional port-25 relay
+ * listener (`smtp.relay`), which offers no AUTH: relay by network only.
+ * The session, step by step:
  *   connect   → total and per-address connection caps
  *   AUTH      → auth.ts (API key, allowlist, scope; failures rate limited)
- *   MAIL FROM → the key still valid and within its rate; SIZE checked by smtp-server
+ *   MAIL FROM → the sender (AUTH or relay network); the key still valid and
+ *               within its rate; SIZE checked by smtp-server
  *   RCPT TO   → the API's address validator, the recipient limit (452)
  *   DATA      → data-reader.ts (bare CR/LF, line length, size), then submit.ts
  */
@@ -20,13 +24,28 @@ import type { Listener } from '../modules';
 import { checkSender, login, type SubmitUser } from './auth';
 import { ClientConnections } from './client-limit';
 import { readData, type DataFault } from './data-reader';
+import { relayUser } from './relay-user';
 import { listen } from './listen';
 import { createPigeonHeaderReader } from './pigeon-headers';
 import { smtpReply, SmtpReply } from './replies';
 import { isSmtpReply, submit, type PigeonHeaderReader } from './submit';
 import type { TlsMaterial } from './tls';
 
-const NAME = 'smtp-submission';
+/** What differs between the submission listener and the port-25 relay listener. */
+interface ListenerKind {
+  name: string;
+  /** AUTH offered (submission) or not (relay by network only) */
+  auth: boolean;
+  /** prefix of this listener's metric names */
+  metrics: string;
+  limits: { maxConnectionsPerClient: number };
+}
+
+/** MAIL FROMs refused without AUTH before the session is closed (smtp-server's own unauthenticated cap is 10 commands). */
+const MAX_REFUSED_SENDERS = 3;
+
+const SUBMISSION: Omit<ListenerKind, 'limits'> = { name: 'smtp-submission', auth: true, metrics: 'pigeon_smtp_submission' };
+const RELAY: Omit<ListenerKind, 'limits'> = { name: 'smtp-relay', auth: false, metrics: 'pigeon_smtp_relay' };
 
 function faultReply(fault: DataFault, maxBytes: number): SmtpReply {
   switch (fault) {
@@ -58,20 +77,26 @@ type Done = (err?: Error | null) => void;
 class Submission {
   readonly clients: ClientConnections;
   readonly busy = new Set<string>();
+  /** session id → the key its relay network names (sessions without AUTH); bounded by maxClients */
+  private readonly relayUsers = new Map<string, SubmitUser>();
+  /** session id → MAIL FROMs refused for want of AUTH or a relay network (authOptional lifts smtp-server's own cap) */
+  private readonly refusedSenders = new Map<string, number>();
   server!: SMTPServer;
   private readonly readPigeon: PigeonHeaderReader;
   private readonly transactions: Counter<'outcome'>;
   private readonly authFailures: Counter;
 
-  constructor(private readonly deps: AppDeps) {
-    this.clients = new ClientConnections(deps.config.smtp.submission.maxConnectionsPerClient);
+  constructor(private readonly deps: AppDeps, private readonly kind: ListenerKind) {
+    this.clients = new ClientConnections(kind.limits.maxConnectionsPerClient);
     this.readPigeon = createPigeonHeaderReader(deps.config);
     const registers = [deps.metrics.registry];
     this.transactions = new Counter({
-      name: 'pigeon_smtp_submission_transactions_total', help: 'SMTP submission transactions by outcome (accepted, refused, error)',
+      name: `${kind.metrics}_transactions_total`, help: `SMTP transactions of the ${kind.name} listener by outcome (accepted, refused, error)`,
       labelNames: ['outcome'], registers,
     });
-    this.authFailures = new Counter({ name: 'pigeon_smtp_auth_failures_total', help: 'Refused SMTP AUTH attempts', registers });
+    this.authFailures = kind.auth
+      ? new Counter({ name: 'pigeon_smtp_auth_failures_total', help: 'Refused SMTP AUTH attempts', registers })
+      : new Counter({ name: `${kind.metrics}_auth_failures_total`, help: 'Unused: this listener offers no AUTH', registers: [] });
   }
 
   onConnect(session: SMTPServerSession, callback: Done): void {
@@ -84,23 +109,23 @@ class Submission {
       (result) => {
         if ('user' in result) return callback(null, { user: result.user });
         this.authFailures.inc();
-        this.deps.log.warn({ listener: NAME, remoteAddress: session.remoteAddress, reply: result.refused.message }, 'smtp auth refused');
+        this.deps.log.warn({ listener: this.kind.name, remoteAddress: session.remoteAddress, reply: result.refused.message }, 'smtp auth refused');
         callback(result.refused);
         // the 454 is written first; then the session ends
         if (result.disconnect) setImmediate(() => this.closeSession(session.id));
       },
       (err: unknown) => {
-        this.deps.log.error({ err, listener: NAME }, 'smtp auth failed with an error');
+        this.deps.log.error({ err, listener: this.kind.name }, 'smtp auth failed with an error');
         callback(smtpReply(454, '4.7.0', 'Temporary authentication failure; try again later'));
       },
     );
   }
 
   onMailFrom(address: SMTPServerAddress, session: SMTPServerSession, callback: Done): void {
-    checkSender(this.deps, session.user as SubmitUser, session.remoteAddress).then(
+    this.sender(session).then(
       (refused) => callback(refused ?? (address.address ? validationReply(553, '5.1.7', 'Sender', address.address) : null)),
       (err: unknown) => {
-        this.deps.log.error({ err, listener: NAME }, 'smtp MAIL FROM check failed');
+        this.deps.log.error({ err, listener: this.kind.name }, 'smtp MAIL FROM check failed');
         callback(smtpReply(451, '4.3.0', 'Local error, try again later'));
       },
     );
@@ -127,7 +152,7 @@ class Submission {
       (reply) => done(null, reply),
       (err: unknown) => {
         if (isSmtpReply(err)) return done(err);
-        this.deps.log.error({ err, listener: NAME, session: session.id }, 'smtp submission failed');
+        this.deps.log.error({ err, listener: this.kind.name, session: session.id }, 'smtp submission failed');
         done(smtpReply(451, '4.3.0', 'Local error, try again later'));
       },
     );
@@ -135,7 +160,33 @@ class Submission {
 
   onClose(session: SMTPServerSession): void {
     this.clients.release(session.id);
+    this.relayUsers.delete(session.id);
+    this.refusedSenders.delete(session.id);
     this.busy.delete(session.id);
+  }
+
+  /** The sender of this transaction (AUTH, else the client's relay network) checked as at every MAIL FROM; a reply refuses. */
+  private async sender(session: SMTPServerSession): Promise<SmtpReply | null> {
+    let user = session.user as SubmitUser | undefined;
+    if (!user) {
+      const relayed = await relayUser(this.deps, session.remoteAddress, this.kind.auth);
+      if (relayed instanceof SmtpReply) {
+        this.deps.log.info({ listener: this.kind.name, remoteAddress: session.remoteAddress }, 'smtp relay refused: not authenticated, not in a relay network');
+        const refused = (this.refusedSenders.get(session.id) ?? 0) + 1;
+        this.refusedSenders.set(session.id, refused);
+        // the 530 is written first; a client that keeps trying without AUTH is then let go
+        if (refused >= MAX_REFUSED_SENDERS) setImmediate(() => this.closeSession(session.id));
+        return relayed;
+      }
+      this.relayUsers.set(session.id, (user = relayed));
+    }
+    return checkSender(this.deps, user, session.remoteAddress);
+  }
+
+  private userOf(session: SMTPServerSession): SubmitUser {
+    const user = (session.user as SubmitUser | false | undefined) || this.relayUsers.get(session.id); // smtp-server sets user false before AUTH
+    if (!user) throw smtpReply(503, '5.5.1', 'MAIL FROM first');
+    return user;
   }
 
   /** Reads the data and stores the message; resolves with the 250 text. */
@@ -143,13 +194,15 @@ class Submission {
     const { log, config } = this.deps;
     const data = await readData(stream, config.limits.maxMessageBytes, true);
     if ('fault' in data) {
-      log.info({ listener: NAME, session: session.id, remoteAddress: session.remoteAddress, fault: data.fault }, 'smtp message refused');
+      log.info({ listener: this.kind.name, session: session.id, remoteAddress: session.remoteAddress, fault: data.fault }, 'smtp message refused');
       throw faultReply(data.fault, config.limits.maxMessageBytes);
     }
-    const user = session.user as SubmitUser;
+    const user = this.userOf(session);
     const recipients = session.envelope.rcptTo.map((r) => r.address);
     const reply = await submit(this.deps, this.readPigeon, { user, recipients, raw: data.raw });
-    log.info({ listener: NAME, session: session.id, accountId: user.accountId, mode: user.mode, recipients: recipients.length }, 'smtp message accepted');
+    log.info({
+      listener: this.kind.name, session: session.id, accountId: user.accountId, mode: user.mode, recipients: recipients.length, relayNetwork: user.relayNetwork,
+    }, 'smtp message accepted');
     return reply;
   }
 
@@ -159,18 +212,36 @@ class Submission {
 }
 
 export async function startSubmission(deps: AppDeps, tls: TlsMaterial): Promise<Listener> {
+  const cfg = deps.config.smtp.submission;
+  return start(deps, tls, { ...SUBMISSION, limits: cfg }, cfg, { secure: cfg.secure, allowInsecureAuth: cfg.allowInsecureAuth });
+}
+
+/** The plain relay listener (`smtp.relay.enabled`): STARTTLS offered, no AUTH, relay networks only. */
+export async function startRelayListener(deps: AppDeps, tls: TlsMaterial): Promise<Listener> {
+  const cfg = deps.config.smtp.relay;
+  return start(deps, tls, { ...RELAY, limits: cfg }, cfg, { secure: false, disabledCommands: ['AUTH'] });
+}
+
+interface Endpoint {
+  host: string;
+  port: number;
+  maxClients: number;
+  socketTimeoutMs: number;
+}
+
+async function start(deps: AppDeps, tls: TlsMaterial, kind: ListenerKind, cfg: Endpoint, options: SMTPServerOptions): Promise<Listener> {
   const { config, log } = deps;
-  const cfg = config.smtp.submission;
-  const s = new Submission(deps);
+  const s = new Submission(deps, kind);
   s.server = new SMTPServer({
     name: config.hostname,
-    banner: 'Pigeon submission',
+    banner: kind.auth ? 'Pigeon submission' : 'Pigeon relay',
     logger: false,
-    secure: cfg.secure,
+    ...options,
     key: tls.key,
     cert: tls.cert,
     authMethods: ['PLAIN', 'LOGIN'],
-    allowInsecureAuth: cfg.allowInsecureAuth,
+    // relay networks let a client send without AUTH; sender() refuses everyone else with 530 at MAIL FROM
+    authOptional: true,
     authRequiredMessage: '5.7.0 Authentication required',
     size: config.limits.maxMessageBytes,
     maxClients: cfg.maxClients,
@@ -184,7 +255,7 @@ export async function startSubmission(deps: AppDeps, tls: TlsMaterial): Promise<
     onData: (stream, session, cb) => s.onData(stream, session, cb),
     onClose: (session) => s.onClose(session),
   });
-  const listener = await listen(s.server, NAME, cfg.host, cfg.port, s.busy, log);
-  log.info({ listener: NAME, host: cfg.host, port: listener.port, secure: cfg.secure, certificate: tls.source }, 'smtp submission listening');
+  const listener = await listen(s.server, kind.name, cfg.host, cfg.port, s.busy, log);
+  log.info({ listener: kind.name, host: cfg.host, port: listener.port, secure: options.secure, certificate: tls.source }, `${kind.name} listening`);
   return listener;
 }

@@ -17,7 +17,7 @@ const eventName = z.enum([...EVENT_TYPES, '*'], {
   error: (issue) => `unknown event type '${String(issue.input)}'; expected one of ${EVENT_TYPES.join(', ')} or *`,
 });
 const events = z.array(eventName).min(1, 'events must name at least one event type').max(EVENT_TYPES.length + 1)
-  .describe('Event types to receive, or `*` for all seven.');
+  .describe('Event types to receive, or `*` for the seven of the spec. The extensions message.deferred, ip.listed and ip.delisted are received only when named.');
 const url = z.string().max(2048).describe('HTTPS URL that receives a POST per event. Must resolve to a public address.');
 const secret = z.string().min(16, 'secret must be at least 16 characters').max(256)
   .describe('Signing secret (16+ characters). Omit it to have a `whsec_` secret generated.');

@@ -8,7 +8,7 @@
 import type { AppDeps } from '../deps';
 import { iso } from '../clock';
 import { newId } from '../ids';
-import type { EventType } from '../events/schemas';
+import { isExtensionEvent, type EventType } from '../events/schemas';
 import { conflict, notFound, unprocessable } from '../http/errors';
 import { checkCap } from '../auth/limits';
 import { attemptDelivery } from './attempt';
@@ -26,9 +26,10 @@ type Deps = Pick<AppDeps, 'config' | 'db' | 'clock' | 'signals'>;
 /** How long a rotated-out secret keeps signing next to the new one. */
 export const ROTATION_OVERLAP_MS = 24 * 60 * 60 * 1000;
 
-/** `*` stands for every event type, so it absorbs any others listed with it. */
+/** `*` stands for every event type of the spec, so it absorbs those listed with it; extensions stay named. */
 export function normalizeEvents(events: string[]): string[] {
-  return events.includes('*') ? ['*'] : [...new Set(events)];
+  const unique = [...new Set(events)];
+  return unique.includes('*') ? ['*', ...unique.filter(isExtensionEvent)] : unique;
 }
 
 /** The URL as it will be called, or a 422 naming `url`. */
@@ -120,10 +121,16 @@ export function sampleData(type: EventType, now: number): Record<string, unknown
       diagnostic: '550 5.1.1 <recipient@example.com>: Recipient address rejected: User unknown', category: 'invalid_recipient',
     },
     'message.complained': { complained_at: at, feedback_type: 'abuse' },
+    'message.deferred': {
+      deferred_at: at, attempt: 1, next_attempt_at: iso(now + 60_000), code: 451, enhanced_code: '4.7.1',
+      response: '451 4.7.1 Greylisted, try again later', mx_host: 'mx.example.com',
+    },
+    'ip.listed': { address: '192.0.2.10', zone: 'zen.spamhaus.org', listed_at: at, codes: ['127.0.0.2'], reason: 'Listed by SBL', pools: ['default'] },
+    'ip.delisted': { address: '192.0.2.10', zone: 'zen.spamhaus.org', delisted_at: at, pools: ['default'] },
     'message.opened': { opened_at: at, user_agent: 'Mozilla/5.0', unique: true, prefetched: false },
     'message.clicked': { clicked_at: at, url: 'https://example.com/welcome', user_agent: 'Mozilla/5.0', unique: true },
   };
-  return { ...base, ...details[type] };
+  return type.startsWith('ip.') ? details[type] : { ...base, ...details[type] };
 }
 
 /**

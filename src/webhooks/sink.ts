@@ -10,16 +10,20 @@
 import type { Tx } from '../db';
 import type { Mode } from '../auth/scopes';
 import type { RecordedEvent } from '../events/record';
-import { EVENT_TYPES } from '../events/schemas';
+import { EVENT_TYPES, isExtensionEvent } from '../events/schemas';
 import { insertDeliveries } from './deliveries';
 import { subscribedWebhooks } from './store';
 
 const PUBLIC_EVENTS: ReadonlySet<string> = new Set(EVENT_TYPES);
 
-/** `*` means the seven public event types, not internal ones some module may record. */
+/**
+ * `*` means the seven event types of the spec, not internal ones some module may record, nor the extensions
+ * (message.deferred, ip.listed, ip.delisted): a receiver written for the spec's events gets no new shapes
+ * unless it asks for them by name.
+ */
 export function subscribes(events: readonly string[], type: string): boolean {
   if (!PUBLIC_EVENTS.has(type)) return false;
-  return events.includes('*') || events.includes(type);
+  return events.includes(type) || (events.includes('*') && !isExtensionEvent(type));
 }
 
 /**

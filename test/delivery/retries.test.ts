@@ -55,7 +55,7 @@ describe('retries and bounces', () => {
       assert.deepEqual(attempts.map((a: { outcome: string }) => a.outcome), ['deferred', 'deferred', 'delivered']);
       assert.deepEqual(attempts.map((a: { smtp_code: number }) => a.smtp_code), [451, 451, 250]);
       assert.equal(attempts[0].enhanced_code, '4.7.1');
-      assert.deepEqual((await eventsOf(world, id)).map((e) => e.type), ['message.sent', 'message.delivered']);
+      assert.deepEqual((await eventsOf(world, id)).map((e) => e.type), ['message.deferred', 'message.deferred', 'message.sent', 'message.delivered']);
     });
   });
 

@@ -77,7 +77,8 @@ describe('sandbox', () => {
       assert.deepEqual(await untilSettled(world, id), ['deferred', 'bounced']);
       assert.ok(world.clock.now() - accepted <= 1_100, 'sandbox retries come after seconds, not minutes');
       const events = await eventsOf(world, id);
-      assert.deepEqual(events.map((e) => [e.type, e.data.type, e.data.category]), [['message.bounced', 'soft', 'mailbox_full']]);
+      assert.deepEqual(events.map((e) => [e.type, e.data.type, e.data.category]), [['message.deferred', undefined, undefined], ['message.bounced', 'soft', 'mailbox_full']]);
+      assert.equal(events[0].data.sandbox, true);
       assert.equal(await world.app.db('suppressions').where({ email: 'soft-bounce@simulator.invalid' }).first(), undefined);
     });
   });
@@ -98,7 +99,7 @@ describe('sandbox', () => {
       const id = await sendMessage(world, { to: 'delay@simulator.invalid', mode: 'test' });
       assert.deepEqual(await untilSettled(world, id), ['deferred', 'deferred', 'delivered']);
       assert.deepEqual((await attemptsOf(world, id)).map((a: { smtp_code: number }) => a.smtp_code), [451, 451, 250]);
-      assert.deepEqual((await eventsOf(world, id)).map((e) => e.type), ['message.sent', 'message.delivered']);
+      assert.deepEqual((await eventsOf(world, id)).map((e) => e.type), ['message.deferred', 'message.deferred', 'message.sent', 'message.delivered']);
     });
   });
 

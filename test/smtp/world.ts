@@ -27,7 +27,8 @@ export interface RelayWorld {
 }
 
 /** `inbound` overrides other smtp.inbound settings (e.g. a higher report rate for replay tests). */
-export async function startRelayWorld(extra: { feedbackAddress?: string; inbound?: Record<string, number> } = {}): Promise<RelayWorld> {
+/** `relayListener` also starts the port-25 style relay-by-network listener (on port 0). */
+export async function startRelayWorld(extra: { feedbackAddress?: string; inbound?: Record<string, number>; relayListener?: boolean } = {}): Promise<RelayWorld> {
   const dns = await startDnsServer();
   const sink = await startSmtpSink({ host: '127.0.0.1' });
   const clock = new FakeClock(Date.UTC(2026, 0, 5, 9, 0, 0));
@@ -35,7 +36,7 @@ export async function startRelayWorld(extra: { feedbackAddress?: string; inbound
     dns: { servers: [dns.address], timeoutMs: 500 },
     delivery: { port: sink.port, connectTimeoutMs: 2000, greetingTimeoutMs: 2000, commandTimeoutMs: 2000, dataTimeoutMs: 2000 },
     ips: [{ address: '127.0.0.1', hostname: 'out1.pigeon.test' }],
-    smtp: { inbound: { feedbackAddress: extra.feedbackAddress ?? '', ...extra.inbound } },
+    smtp: { inbound: { feedbackAddress: extra.feedbackAddress ?? '', ...extra.inbound }, relay: { enabled: extra.relayListener ?? false, port: 0 } },
   }, clock as Clock);
   const mta = app.workers.find((w) => w.name === 'delivery') as Mta;
   const key = publishDkimKey(dns, SENDER_DOMAIN);
