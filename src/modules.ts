@@ -7,6 +7,7 @@ import type { AppDeps } from './deps';
 import type { ApiRouter } from './http/api';
 import type { EventSink } from './events/record';
 import { registerAuthRoutes } from './auth/routes';
+import { registerUserRoutes } from './users/routes';
 import { Mta } from './delivery/mta';
 import { compilePoolOf, registerMessageRoutes } from './messages';
 import { registerDomainRoutes } from './domains/routes';
@@ -21,6 +22,8 @@ import { webhooksModule } from './webhooks';
 import { registerTrackingRoutes } from './tracking/routes';
 import { trackingHook } from './tracking/hook';
 import { registerAnalyticsRoutes } from './analytics/routes';
+import { registerOverviewRoutes } from './overview/routes';
+import { registerOperatorRoutes } from './operator/routes';
 import { applyRollup } from './analytics/rollup';
 import { registerSuppressionRoutes } from './suppressions/routes';
 import { uploadRunner } from './suppressions/upload-runner';
@@ -55,6 +58,7 @@ export interface Module {
 
 export const MODULES: Module[] = [
   { name: 'auth', routes: registerAuthRoutes },
+  { name: 'users', routes: registerUserRoutes },
   { name: 'messages', routes: registerMessageRoutes, workers: (deps) => [compilePoolOf(deps)] },
   { name: 'domains', routes: registerDomainRoutes, workers: (deps) => [createRecheckWorker(deps)] },
   { name: 'pools', routes: registerPoolRoutes, workers: (deps) => [createPoolsWorker(deps)] },
@@ -74,6 +78,8 @@ export const MODULES: Module[] = [
   webhooksModule,
   { name: 'tracking', routes: registerTrackingRoutes },
   { name: 'analytics', routes: registerAnalyticsRoutes, eventSinks: [applyRollup] },
+  { name: 'overview', routes: registerOverviewRoutes },
+  { name: 'operator', routes: registerOperatorRoutes },
   { name: 'suppressions', routes: registerSuppressionRoutes, workers: (deps) => [uploadRunner(deps)] },
   { name: 'compat', listeners: compatListeners },
 ];

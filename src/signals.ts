@@ -12,6 +12,8 @@ export interface SignalMap {
   webhooksChanged: [];
   /** A sending domain changed state (rows in domain_events). */
   domainEvents: [];
+  /** An operator paused or resumed a destination (paused_destinations). */
+  destinationsChanged: [];
 }
 
 export class Signals {

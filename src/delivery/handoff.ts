@@ -19,7 +19,10 @@ export interface Lease {
 
 /** Copies the MTA agreed to take from one accepted batch. */
 export interface Grant extends Lease {
+  /** at most this many copies */
   count: number;
+  /** whether a copy to this recipient domain may be taken (not to a destination an operator paused) */
+  takes(recipientDomain: string): boolean;
   /** After the commit: the leased rows as written, and the batch's content bytes by content id. */
   hand(rows: ReadonlyArray<Record<string, unknown>>, contents: ReadonlyMap<string, Buffer>): void;
   /** The batch was not written (its transaction failed): the slots are free again. */

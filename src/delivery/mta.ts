@@ -16,7 +16,7 @@ import { unchanged } from './content';
 import { noSigningKeys } from './dkim';
 import type { DeliveryMetrics } from './metrics';
 import { deliver, type PipelineDeps } from './pipeline';
-import { claim, newLeaseOwner, nextWakeAt, releaseStaleLeases, toJob, type MessageRow } from './queue';
+import { claim, newLeaseOwner, nextWakeAt, pausedDestinations, releaseStaleLeases, toJob, type MessageRow } from './queue';
 import type { Grant, HandoffTaker } from './handoff';
 import { recordOutcome, type Recorded } from './record';
 import type { Signer } from './signer';
@@ -49,6 +49,8 @@ export class Mta implements Worker, HandoffTaker {
   private claims = 0;
   /** slots promised to accepted batches whose copies are not launched yet (handoff.ts) */
   private reserved = 0;
+  /** recipient domains an operator paused: the claim skips them in SQL, the hand-off here */
+  private pausedDestinations = new Set<string>();
   /** slots asked for by a claim still waiting for its transaction */
   private claiming = 0;
   /** wake-ups so far: runOnce claims again after a full look only when one came (the queue changed) */
@@ -82,12 +84,16 @@ export class Mta implements Worker, HandoffTaker {
 
   start(): void {
     this.running = true;
-    this.unsubscribe = [this.deps.signals.on('queueChanged', () => this.kick())];
+    this.unsubscribe = [
+      this.deps.signals.on('queueChanged', () => this.kick()),
+      this.deps.signals.on('destinationsChanged', () => void this.loadPausedDestinations().then(() => this.kick())),
+    ];
     this.ready = releaseStaleLeases(this.deps.db, this.deps.clock.now()).then(
       (n) => {
         if (n) this.deps.log.info({ messages: n }, 'returned messages left in flight by the previous run to the queue');
         // Only now: the release above would otherwise hand rows leased to us back to the queue.
         if (this.running) this.deps.handoff.attach(this);
+        void this.loadPausedDestinations();
         this.kick();
       },
       (err) => this.deps.log.error({ err }, 'could not release stale queue leases'),
@@ -199,6 +205,7 @@ export class Mta implements Worker, HandoffTaker {
       owner: `${this.owner}.${++this.claims}`,
       expiresAt: now + this.deps.config.delivery.leaseSeconds * 1000,
       count,
+      takes: (domain) => !this.pausedDestinations.has(domain),
       hand: (rows, contents) => {
         if (!open) return;
         const handing = this.takeHanded(rows as unknown as MessageRow[], contents).finally(() => {
@@ -212,6 +219,14 @@ export class Mta implements Worker, HandoffTaker {
         this.schedulePump(); // the slots this grant held may be wanted by rows waiting in the queue
       },
     };
+  }
+
+  private async loadPausedDestinations(): Promise<void> {
+    try {
+      this.pausedDestinations = await pausedDestinations(this.reader);
+    } catch (err) {
+      this.deps.log.error({ err }, 'reading paused destinations failed; fresh sends to them may go out');
+    }
   }
 
   /** Launches handed-over copies (their slots stay reserved until they are in flight). */

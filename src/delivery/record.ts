@@ -214,6 +214,7 @@ async function insertAttempt(trx: Tx, job: Job, a: AttemptInfo | null, outcome: 
     response: a.response,
     outcome,
     duration_ms: a.durationMs,
+    transcript: a.transcript ?? null,
   }]);
   await countTlsSession(trx, a, now); // RFC 8460 report material, for domains that ask for it
 }

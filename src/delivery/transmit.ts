@@ -62,14 +62,17 @@ export function createSmtpTransport(deps: SmtpTransportDeps): Transmit {
       sourceIp: source.address,
     });
     const family = net.isIPv6(source.address) ? 6 : 4;
-    let last = { mx: null as string | null, response: `no MX host of ${job.recipientDomain} could be reached`, code: null as number | null, enhancedCode: null as string | null };
+    let last = {
+      mx: null as string | null, response: `no MX host of ${job.recipientDomain} could be reached`, code: null as number | null, enhancedCode: null as string | null,
+      transcript: null as string | null,
+    };
     let lastTls: TlsFacts = { tlsPolicy: security.policy?.mode ?? null, tlsReportDomain: null };
     let refused: { mx: string; response: string } | undefined;
     let onlyRefused = true; // no host was dialled or failed to resolve for another reason
     for (const host of hosts) {
       const addresses = await deps.mx.addresses(host.name, family);
       if (addresses.kind === 'none') {
-        last = { mx: host.name, response: addresses.diagnostic, code: null, enhancedCode: null };
+        last = { mx: host.name, response: addresses.diagnostic, code: null, enhancedCode: null, transcript: null };
         onlyRefused &&= !addresses.temporary;
         continue;
       }
@@ -83,7 +86,7 @@ export function createSmtpTransport(deps: SmtpTransportDeps): Transmit {
       const open = () => connectAny(deps.config, host.name, dialable, source, { tls: enforce ? 'verified' : 'opportunistic', ca });
       const lease = await deps.pool.acquire(route, open);
       if ('error' in lease) {
-        last = { mx: host.name, ...describeError(lease.error) };
+        last = { mx: host.name, ...describeError(lease.error), transcript: lease.error.transcript ?? null };
         if (enforce && lease.error.code === 'ETLS') {
           lastTls = failedSession(security, lease.error);
           last.response = `MTA-STS (enforce): verified TLS to ${host.name} failed (${lastTls.tlsFailure}: ${last.response}); not sent in plain text`;
@@ -93,7 +96,7 @@ export function createSmtpTransport(deps: SmtpTransportDeps): Transmit {
       if (enforce && !(lease.client.secure && lease.client.tlsSession.verified)) {
         // Belt and braces: whatever the client library did, enforce sends nothing over a session not verified.
         deps.pool.release(lease.client, false);
-        last = { mx: host.name, code: null, enhancedCode: null, response: `MTA-STS (enforce): verified TLS to ${host.name} failed (session not verified); not sent in plain text` };
+        last = { mx: host.name, code: null, enhancedCode: null, transcript: null, response: `MTA-STS (enforce): verified TLS to ${host.name} failed (session not verified); not sent in plain text` };
         continue;
       }
       if (!(await stillOurs())) {
@@ -121,12 +124,12 @@ async function sendWithRetry(
   pool: SmtpPool, route: Route, open: () => ReturnType<typeof connectAny>, lease: Lease, envelope: Envelope, raw: Buffer, facts: (client: SmtpClient) => TlsFacts,
 ): Promise<SendOutcome> {
   for (let tries = 0; ; tries++) {
-    if ('error' in lease) return { kind: 'deferred', tls: false, ...describeError(lease.error) };
+    if ('error' in lease) return { kind: 'deferred', tls: false, ...describeError(lease.error), transcript: lease.error.transcript ?? null };
     const { client, reused } = lease;
     const result = await client.send(envelope, raw);
     if (result.ok) {
       pool.release(client, true);
-      return { kind: 'delivered', tls: client.secure, ...facts(client), ...parseReply(result.response) };
+      return { kind: 'delivered', tls: client.secure, ...facts(client), ...parseReply(result.response), transcript: result.transcript };
     }
     const stale = reused && !result.dataSent && (!result.error.responseCode || result.error.responseCode === 421);
     if (stale && tries < STALE_RETRIES) {
@@ -134,7 +137,7 @@ async function sendWithRetry(
       lease = await pool.acquire(route, open);
       continue;
     }
-    return { ...facts(client), ...(await settleFailure(pool, client, result.error)) };
+    return { ...facts(client), ...(await settleFailure(pool, client, result.error)), transcript: result.transcript };
   }
 }
 

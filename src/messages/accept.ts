@@ -101,9 +101,14 @@ function messageRow(batch: AcceptBatch, m: NewMessage, lease?: Lease) {
   };
 }
 
-/** The batch's message rows; the first `grant.count` copies leased to the MTA that granted them. */
+/** The batch's message rows; up to `grant.count` copies the MTA takes are leased to it. */
 export function messageRows(batch: AcceptBatch, grant: Grant | null = null): Array<Record<string, unknown>> {
-  return batch.messages.map((m, i) => messageRow(batch, m, grant && i < grant.count ? grant : undefined));
+  let left = grant?.count ?? 0;
+  return batch.messages.map((m) => {
+    const taken = grant !== null && left > 0 && grant.takes(m.recipientDomain);
+    if (taken) left--;
+    return messageRow(batch, m, taken ? grant : undefined);
+  });
 }
 
 /**
@@ -158,9 +163,9 @@ export async function acceptBatches(deps: AppDeps, batches: AcceptBatch[], alsoI
   let queued = 0;
   for (const [i, batch] of batches.entries()) {
     accepted.inc({ mode: batch.mode, source: batch.source }, batch.messages.length);
-    const grant = grants[i];
-    if (grant) grant.hand(rows[i].slice(0, grant.count), new Map(batch.contents.map((c) => [c.id, c.raw])));
-    queued += batch.messages.length - (grant?.count ?? 0);
+    const leased = rows[i].filter((r) => r.status === 'sending');
+    grants[i]?.hand(leased, new Map(batch.contents.map((c) => [c.id, c.raw])));
+    queued += batch.messages.length - leased.length;
   }
   if (queued > 0) deps.signals.emit('queueChanged');
   return batches.map((batch) => batch.messages.map((m) => ({ id: m.id, to: m.toEmail, status: statusOf(batch) })));

@@ -112,6 +112,8 @@ const attempt = z.object({
   response: z.string().nullable().describe('The SMTP reply.'),
   outcome: z.string().describe('delivered, deferred, bounced or failed'),
   duration_ms: z.number().int().nullable(),
+  transcript: z.string().nullable()
+    .describe('The SMTP conversation of this attempt, one line each: "C: " sent, "S: " received, "*** " local notes; the message body is elided; at most 16 KiB (extension).'),
 });
 
 const event = z.object({ id: z.string(), type: z.string(), created_at: z.string(), data: z.record(z.string(), z.unknown()) });
@@ -158,4 +160,6 @@ export const listFilters = {
   tag: z.string().max(64).regex(TAG, 'not a valid tag').optional().describe('Only messages carrying this tag.'),
   created_after: isoDate.optional().describe('Only messages created at or after this time.'),
   created_before: isoDate.optional().describe('Only messages created before this time.'),
+  q: z.string().trim().min(1).max(200).optional()
+    .describe('Search: subject, recipient or sender contains this text (case-insensitive), among the account\'s 10,000 newest messages (extension).'),
 };

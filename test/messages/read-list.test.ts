@@ -47,7 +47,7 @@ test('GET /v1/messages/{id} shows the record with its attempts and events', asyn
   assert.equal(m.delivered_at, '2026-01-05T09:00:01.000Z');
   assert.equal(m.sent_at, '2026-01-05T09:00:00.900Z');
   assert.deepEqual(m.attempts, [{ attempted_at: '2026-01-05T09:00:01.000Z', mx_host: 'mx.example.org', source_ip: '127.0.0.1', tls: true,
-    tls_version: 'TLSv1.3', tls_verified: true, tls_policy: 'enforce', tls_failure: null, smtp_code: 250, enhanced_code: '2.0.0', response: '250 2.0.0 OK', outcome: 'delivered', duration_ms: 12 }]);
+    tls_version: 'TLSv1.3', tls_verified: true, tls_policy: 'enforce', tls_failure: null, smtp_code: 250, enhanced_code: '2.0.0', response: '250 2.0.0 OK', outcome: 'delivered', duration_ms: 12, transcript: null }]);
   assert.deepEqual(m.events.map((e: { type: string }) => e.type), ['message.queued', 'message.delivered']);
   assert.equal((await app.api.get('/v1/messages/msg_00000000000000000000000000')).status, 404);
 });
