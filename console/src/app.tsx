@@ -4,7 +4,7 @@
  * admins and the current screen.
  */
 import { useEffect, useState } from 'preact/hooks';
-import { onSessionEnded, setActingAccount, getActingAccount } from './api/client';
+import { onSessionEnded, setActingAccount, getActingAccount, getViewMode, setViewMode } from './api/client';
 import { loadSession, signOut, type Session } from './api/session';
 import { href, useRoute, type Route } from './router';
 import { SignIn } from './screens/sign-in';
@@ -47,6 +47,7 @@ export function App() {
 
 function Shell({ session, route, onSignedOut }: { session: Session; route: Route; onSignedOut(): void }) {
   const [account, setAccount] = useState(getActingAccount());
+  const [mode, setMode] = useState(getViewMode());
   const [menuOpen, setMenuOpen] = useState(false);
   const isAdmin = session.user.role === 'admin';
   const current = route.name || 'overview';
@@ -56,6 +57,11 @@ function Shell({ session, route, onSignedOut }: { session: Session; route: Route
     setActingAccount(name);
     sessionStorage.setItem('pigeon.account', name);
     setAccount(name);
+  };
+  const switchMode = (next: 'live' | 'test') => {
+    setViewMode(next);
+    sessionStorage.setItem('pigeon.mode', next);
+    setMode(next);
   };
   const doSignOut = async () => {
     try { await signOut(); } finally { onSignedOut(); location.hash = ''; }
@@ -75,6 +81,13 @@ function Shell({ session, route, onSignedOut }: { session: Session; route: Route
               </select>
             </label>
           ) : <span class="account-name">{account}</span>}
+          <label class="switcher">
+            <span>Mode</span>
+            <select value={mode} onChange={(e) => switchMode((e.target as HTMLSelectElement).value === 'test' ? 'test' : 'live')}>
+              <option value="live">Live</option>
+              <option value="test">Sandbox</option>
+            </select>
+          </label>
           <span class="user" title={session.user.role}>{session.user.email}</span>
           <button type="button" class="button" onClick={doSignOut}>Sign out</button>
         </div>
@@ -86,7 +99,8 @@ function Shell({ session, route, onSignedOut }: { session: Session; route: Route
           ))}
         </ul>
       </nav>
-      <main id="main" key={account}>
+      <main id="main" key={`${account}/${mode}`} class={mode === 'test' ? 'sandbox' : undefined}>
+        {mode === 'test' && <p class="sandbox-banner" role="note">Sandbox: messages, webhooks and keys of the sandbox (test keys); nothing here is delivered.</p>}
         <Screen route={route} session={session} />
       </main>
     </div>

@@ -14,18 +14,23 @@ export class ApiFailure extends Error {
 
 let csrfToken = '';
 let actingAccount = '';
+/** 'test' shows the sandbox (X-Pigeon-Mode: test); live is the session's default and sends no header. */
+let viewMode: 'live' | 'test' = 'live';
 /** Called with no argument when a request answers 401: the session ended; the shell shows sign-in. */
 let onSignedOut: () => void = () => {};
 
 export function setCsrfToken(token: string): void { csrfToken = token; }
 export function setActingAccount(name: string): void { actingAccount = name; }
 export function getActingAccount(): string { return actingAccount; }
+export function setViewMode(mode: 'live' | 'test'): void { viewMode = mode; }
+export function getViewMode(): 'live' | 'test' { return viewMode; }
 export function onSessionEnded(handler: () => void): void { onSignedOut = handler; }
 
 export async function request<T = any>(method: string, path: string, body?: unknown): Promise<T> {
   const headers: Record<string, string> = { accept: 'application/json' };
   if (method !== 'GET' && method !== 'HEAD') headers['x-csrf-token'] = csrfToken;
   if (actingAccount) headers['x-pigeon-account'] = actingAccount;
+  if (viewMode === 'test') headers['x-pigeon-mode'] = 'test';
   let payload: BodyInit | undefined;
   if (body instanceof FormData) payload = body;
   else if (body !== undefined) {
@@ -73,6 +78,7 @@ export function upload<T = any>(path: string, form: FormData, onProgress: (fract
     xhr.open('POST', path);
     xhr.setRequestHeader('x-csrf-token', csrfToken);
     if (actingAccount) xhr.setRequestHeader('x-pigeon-account', actingAccount);
+    if (viewMode === 'test') xhr.setRequestHeader('x-pigeon-mode', 'test');
     xhr.upload.onprogress = (e) => e.lengthComputable && onProgress(e.loaded / e.total);
     xhr.onerror = () => reject(new ApiFailure(0, { type: 'api_error', code: 'network_error', message: 'The upload could not reach the server' }));
     xhr.onload = () => {

@@ -1,5 +1,5 @@
 /** Session endpoints (docs/console.md): sign in, who am I, sign out, set a password from a one-time link. */
-import { api, setActingAccount, setCsrfToken } from './client';
+import { api, setActingAccount, setCsrfToken, setViewMode } from './client';
 
 export interface User { id: string; email: string; role: 'admin' | 'member'; account: string | null }
 export interface Session { user: User; csrf_token: string; accounts: string[] }
@@ -26,6 +26,8 @@ export async function signOut(): Promise<void> {
   await api.del('/v1/session');
   setCsrfToken('');
   setActingAccount('');
+  sessionStorage.removeItem('pigeon.account');
+  sessionStorage.removeItem('pigeon.mode');
 }
 
 export function setPassword(token: string, password: string): Promise<unknown> {
@@ -37,4 +39,5 @@ function adopt(s: Session): void {
   const saved = sessionStorage.getItem('pigeon.account');
   const home = s.user.account ?? s.accounts[0] ?? '';
   setActingAccount(s.user.role === 'admin' && saved && s.accounts.includes(saved) ? saved : home);
+  setViewMode(sessionStorage.getItem('pigeon.mode') === 'test' ? 'test' : 'live');
 }

@@ -27,9 +27,11 @@ export interface Domain {
 export interface Webhook { id: string; url: string; mode: string; events: string[]; enabled: boolean; created_at: string; secret?: string }
 export interface WebhookAttempt { attempt: number; attempted_at: string; success: boolean; status_code: number | null; latency_ms: number | null; response_body?: string | null; error?: string | null }
 export interface WebhookDelivery {
-  id: string; status: string; event?: string; event_type?: string; event_id?: string; created_at?: string;
-  attempts?: WebhookAttempt[]; request_body?: unknown; payload?: unknown; response_status?: number | null; response_body?: string | null;
-  [key: string]: unknown;
+  id: string; webhook_id: string; event_id: string; event_type: string; status: string; attempts: number;
+  next_attempt_at: string | null; last_status_code: number | null; last_error: string | null; created_at: string; completed_at: string | null;
+  attempt_log: WebhookAttempt[];
+  /** The envelope sent (console-api adds it to the delivery GET). */
+  request_body?: unknown;
 }
 
 export interface Suppression { id: string; email: string; reason: string; source_message_id: string | null; created_at: string }

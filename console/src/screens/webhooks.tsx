@@ -99,19 +99,19 @@ function DeliveryRow({ webhookPath, delivery: d, onChanged }: { webhookPath: str
   const [full, setFull] = useState<WebhookDelivery | null>(null);
   const load = async () => setFull(full ? null : await api.get<WebhookDelivery>(`${webhookPath}/deliveries/${encodeURIComponent(d.id)}`));
   const shown = full ?? d;
-  const attempts = shown.attempts ?? [];
-  const body = shown.request_body ?? shown.payload;
   return (
     <article class="delivery" aria-label={`Delivery ${d.id}`}>
-      <h3><Badge value={d.status} /> {d.event ?? d.event_type ?? ''} <span class="muted small">{d.id}</span> <Time iso={d.created_at as string | undefined} /></h3>
+      <h3><Badge value={d.status} /> {d.event_type} <span class="muted small">{d.id}</span> <Time iso={d.created_at} /></h3>
+      <p class="small">{d.attempts} attempts · last answer {d.last_status_code != null ? `HTTP ${d.last_status_code}` : '—'}{d.last_error ? ` · ${d.last_error}` : ''}{d.next_attempt_at ? <> · next <Time iso={d.next_attempt_at} /></> : ''}</p>
       <div class="actions">
         <ActionButton onAction={load}>{full ? 'Hide details' : 'Request and response'}</ActionButton>
         <ActionButton onAction={async () => { await api.post(`${webhookPath}/deliveries/${encodeURIComponent(d.id)}/redeliver`); await onChanged(); }}>Redeliver</ActionButton>
       </div>
       {full && (
         <div class="delivery-detail">
-          <h4>Request body</h4><pre>{typeof body === 'string' ? body : JSON.stringify(body, null, 2)}</pre>
-          {attempts.map((a) => (
+          {shown.request_body !== undefined && <><h4>Request body</h4><pre>{typeof shown.request_body === 'string' ? shown.request_body : JSON.stringify(shown.request_body, null, 2)}</pre></>}
+          <h4>Attempts</h4>
+          {shown.attempt_log.map((a) => (
             <p key={a.attempt} class="small">#{a.attempt} <Time iso={a.attempted_at} /> · {a.success ? 'succeeded' : 'failed'} · HTTP {a.status_code ?? '—'} · {a.latency_ms ?? '?'} ms{a.error ? ` · ${a.error}` : ''}
               {a.response_body && <pre>{a.response_body}</pre>}</p>
           ))}
