@@ -16,6 +16,7 @@ import { domainsCommand } from './cli/domains';
 import { analyticsCommand } from './cli/analytics';
 import { settingsCommand } from './cli/settings';
 import { poolsCommand } from './cli/pools';
+import { usersCommand } from './cli/users';
 
 const COMMANDS: Record<string, { run: (ctx: CliContext) => Promise<void>; help: string }> = {
   serve: { run: serveCommand, help: 'serve                         run the appliance' },
@@ -33,6 +34,10 @@ const COMMANDS: Record<string, { run: (ctx: CliContext) => Promise<void>; help: 
   pools: {
     run: poolsCommand,
     help: 'pools list [--json]           source addresses: owner (account or shared), warm-up state, today\'s count\n  pools warmup start|pause|resume|stop (--ips A,B | --all) [--schedule standard|50,100,…] [--json]',
+  },
+  users: {
+    run: usersCommand,
+    help: 'users create --email E --role admin|member [--account NAME]  console user; password from stdin if piped, else a one-time link\n  users list [--json]\n  users delete --email E',
   },
   doctor: { run: doctorCommand, help: 'doctor                        check DNS, PTR, ports and TLS, and say what to fix' },
   analytics: { run: analyticsCommand, help: 'analytics rebuild [--account NAME]  recompute analytics rollups from the events' },
@@ -58,6 +63,8 @@ async function main(argv: string[]): Promise<number> {
       ips: { type: 'string' },
       all: { type: 'boolean' },
       schedule: { type: 'string' },
+      email: { type: 'string' },
+      role: { type: 'string' },
     },
   });
   const [name = 'serve', ...args] = parsed.positionals;

@@ -194,6 +194,18 @@ export const configSchema = z.strictObject({
     authFailuresPerMinute: z.number().int().positive().default(20)
       .describe('Failed authentications from one address per minute before it gets 429 (API) or 454 (SMTP).'),
   }).prefault({}).describe('Rate limits.'),
+  console: z.strictObject({
+    secureCookies: z.boolean().default(false)
+      .describe('Mark the session cookie Secure even when the request did not arrive over TLS (set it when a TLS proxy in front does not send X-Forwarded-Proto).'),
+    sessionIdleMinutes: z.number().int().positive().default(720)
+      .describe('A console session unused this long is signed out.'),
+    sessionMaxHours: z.number().int().positive().default(168)
+      .describe('A console session ends this long after sign-in, used or not.'),
+    signInMaxFailures: z.number().int().positive().default(5)
+      .describe('Failed sign-ins per email address, and per client address, within signInWindowMinutes before sign-in answers 429.'),
+    signInWindowMinutes: z.number().int().positive().default(15)
+      .describe('The window over which failed sign-ins are counted.'),
+  }).prefault({}).describe('Web console: users\' sessions and sign-in throttling.'),
   metrics: z.strictObject({
     enabled: z.boolean().default(true).describe('Serve Prometheus metrics on their own listener.'),
     ...hostPort('127.0.0.1', 9464, 'Prometheus /metrics listener (kept off the API port)'),

@@ -7,6 +7,7 @@ import type { AppDeps } from './deps';
 import type { ApiRouter } from './http/api';
 import type { EventSink } from './events/record';
 import { registerAuthRoutes } from './auth/routes';
+import { registerUserRoutes } from './users/routes';
 import { Mta } from './delivery/mta';
 import { compilePoolOf, registerMessageRoutes } from './messages';
 import { registerDomainRoutes } from './domains/routes';
@@ -52,6 +53,7 @@ export interface Module {
 
 export const MODULES: Module[] = [
   { name: 'auth', routes: registerAuthRoutes },
+  { name: 'users', routes: registerUserRoutes },
   { name: 'messages', routes: registerMessageRoutes, workers: (deps) => [compilePoolOf(deps)] },
   { name: 'domains', routes: registerDomainRoutes, workers: (deps) => [createRecheckWorker(deps)] },
   { name: 'pools', routes: registerPoolRoutes, workers: (deps) => [createPoolsWorker(deps)] },

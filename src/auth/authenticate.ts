@@ -6,9 +6,13 @@
  * gets 429 instead of 401, so a guesser learns nothing more than a valid key
  * would tell it anyway (keys carry 238 random bits; the throttle bounds work
  * and noise, it is not what makes a key unguessable).
+ *
+ * Without an Authorization header, a console session cookie authenticates
+ * instead (users/session-auth.ts); with both, the key decides.
  */
 import type { Context } from 'koa';
 import type { Clock } from '../clock';
+import type { Config } from '../config';
 import type { Db } from '../db';
 import { ApiError } from '../http/errors';
 import type { Caller, RequestState } from '../http/context';
@@ -18,6 +22,7 @@ import { findKeyBySecret, looksLikeKey, touchKey, ApiKey } from './keys';
 import { AuthFailureLimiter, BucketState, TokenBuckets } from './rate-limit';
 import type { Scope } from './scopes';
 import type { SecuritySettings } from './settings';
+import { hasSessionCookie, sessionCaller } from '../users/session-auth';
 
 const unauthorized = (code: string, message: string) =>
   new ApiError(401, 'authentication_error', code, message, undefined, undefined, { 'WWW-Authenticate': 'Bearer' });
@@ -25,6 +30,7 @@ const unauthorized = (code: string, message: string) =>
 export interface AuthDeps {
   db: Db;
   clock: Clock;
+  config: Config;
   settings: SecuritySettings;
   buckets: TokenBuckets;
   failures: AuthFailureLimiter;
@@ -50,6 +56,7 @@ export function createAuthenticator(deps: AuthDeps) {
   return async function authenticate(ctx: Context, scope: Scope): Promise<Caller> {
     const state = ctx.state as RequestState;
     const secret = bearerToken(ctx.get('authorization'));
+    if (secret === undefined && hasSessionCookie(ctx)) return withScope(await sessionCaller(deps, ctx), scope);
     const key = secret === undefined ? unauthorized('missing_api_key', 'Authorization: Bearer <API key> is required') : await verifySecret(deps, secret);
     if (key instanceof ApiError) {
       const blocked = deps.failures.blockedFor(state.clientIp);
@@ -75,6 +82,11 @@ export function createAuthenticator(deps: AuthDeps) {
     void touchKey(deps.db, key, deps.clock.now()).catch(() => undefined);
     return { accountId: account.id, accountName: account.name, keyId: key.id, mode: key.mode, scopes: key.scopes };
   };
+}
+
+function withScope(caller: Caller, scope: Scope): Caller {
+  if (!caller.scopes.includes(scope)) throw new ApiError(403, 'permission_error', 'insufficient_scope', `this caller lacks the scope '${scope}'`, scope);
+  return caller;
 }
 
 function bearerToken(header: string): string | undefined {

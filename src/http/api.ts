@@ -50,6 +50,8 @@ export interface RouteSpec<P extends z.ZodType = z.ZodType, Q extends z.ZodType 
    * a sandbox key gets 403 live_key_required. The rule: a sandbox key never changes live mail.
    */
   liveOnly?: boolean;
+  /** Only an admin's console session may call it (403 operator_only for members and every API key). */
+  operatorOnly?: boolean;
   params?: P;
   query?: Q;
   body?: B;
@@ -148,6 +150,9 @@ export const liveKeyRequired = (what = 'this request') =>
     `${what} changes what live mail does, so it needs a live key (svc_live_…); a sandbox key never changes live mail`);
 
 function requireMode(route: AnyRoute, caller: Caller): Caller {
+  if (route.operatorOnly && caller.user?.role !== 'admin') {
+    throw new ApiError(403, 'permission_error', 'operator_only', `${route.method.toUpperCase()} ${route.path} is for an admin signed in to the console; API keys cannot call it`);
+  }
   if (route.liveOnly && caller.mode !== 'live') throw liveKeyRequired(`${route.method.toUpperCase()} ${route.path}`);
   return caller;
 }

@@ -7,6 +7,8 @@ export interface Caller {
   keyId: string;
   mode: Mode;
   scopes: Scope[];
+  /** Set when a console session (not a key) authenticated; `keyId` is then the user's id. */
+  user?: { id: string; email: string; role: 'admin' | 'member' };
 }
 
 export interface RequestState {

@@ -75,9 +75,10 @@ function operation(route: AnyRoute): Record<string, unknown> {
     summary: route.summary,
     ...(route.description ? { description: route.description } : {}),
     tags: [route.tag],
-    ...(route.scope ? { security: [{ bearerAuth: [] }], 'x-required-scope': route.scope } : { security: [] }),
+    ...(route.scope ? { security: route.operatorOnly ? [{ sessionCookie: [] }] : [{ bearerAuth: [] }, { sessionCookie: [] }], 'x-required-scope': route.scope } : { security: [] }),
     ...(route.extension ? { 'x-pigeon-extension': true } : {}),
     ...(route.liveOnly ? { 'x-pigeon-live-key-required': true } : {}),
+    ...(route.operatorOnly ? { 'x-pigeon-operator-only': true } : {}),
     parameters: parameters(route),
     ...(route.body
       ? { requestBody: { required: true, content: { [route.bodyType === 'multipart' ? 'multipart/form-data' : 'application/json']: { schema: jsonSchema(route.body, 'input') } } } }
@@ -112,7 +113,13 @@ export function buildOpenApi(routes: AnyRoute[], publicUrl: string, version: str
     servers: [{ url: publicUrl }],
     security: [{ bearerAuth: [] }],
     components: {
-      securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'svc_test_… (sandbox) or svc_live_… (production) API key' } },
+      securitySchemes: {
+        bearerAuth: { type: 'http', scheme: 'bearer', description: 'svc_test_… (sandbox) or svc_live_… (production) API key' },
+        sessionCookie: {
+          type: 'apiKey', in: 'cookie', name: 'pigeon_session',
+          description: 'A console session (POST /v1/session): acts as a live key with every scope for one account (X-Pigeon-Account); requests other than GET/HEAD also need X-CSRF-Token.',
+        },
+      },
       schemas: { Error: errorSchema },
     },
     paths,
