@@ -61,7 +61,7 @@ export function CopyButton({ text, label = 'Copy' }: { text: string; label?: str
     setDone(true);
     setTimeout(() => setDone(false), 1500);
   };
-  return <button type="button" class="button small" onClick={copy} aria-label={`${label}: ${text.slice(0, 60)}`} data-copy={text}>{done ? 'Copied' : label}</button>;
+  return <button type="button" class="button small" onClick={copy} aria-label={`${done ? "Copied" : label}: ${text.slice(0, 60)}`} data-copy={text}>{done ? 'Copied' : label}</button>;
 }
 
 /** Clipboard API where the page is a secure context; otherwise a hidden textarea and execCommand. */
