@@ -21,6 +21,7 @@ import { webhooksModule } from './webhooks';
 import { registerTrackingRoutes } from './tracking/routes';
 import { trackingHook } from './tracking/hook';
 import { registerAnalyticsRoutes } from './analytics/routes';
+import { registerOverviewRoutes } from './overview/routes';
 import { applyRollup } from './analytics/rollup';
 import { registerSuppressionRoutes } from './suppressions/routes';
 import { uploadRunner } from './suppressions/upload-runner';
@@ -71,5 +72,6 @@ export const MODULES: Module[] = [
   webhooksModule,
   { name: 'tracking', routes: registerTrackingRoutes },
   { name: 'analytics', routes: registerAnalyticsRoutes, eventSinks: [applyRollup] },
+  { name: 'overview', routes: registerOverviewRoutes },
   { name: 'suppressions', routes: registerSuppressionRoutes, workers: (deps) => [uploadRunner(deps)] },
 ];

@@ -110,7 +110,12 @@ export interface ListFilters {
   tag?: string;
   createdAfter?: number;
   createdBefore?: number;
+  /** Words searched in subject, recipient and sender (lower-cased). */
+  q?: string;
 }
+
+/** `q` looks at an account's newest messages only, so a search costs a bounded scan however large the log. */
+export const SEARCH_WINDOW = 10_000;
 
 /** The filtered rows of one account and mode (exported so a test can check its query plan). */
 export function filteredMessages(db: Queryable, scope: Scope, filters: ListFilters) {
@@ -122,7 +127,29 @@ export function filteredMessages(db: Queryable, scope: Scope, filters: ListFilte
     if (filters.tag) q.whereRaw("tags LIKE ? ESCAPE '\\'", [`%"${filters.tag.replace(/[%_]/g, (c) => `\\${c}`)}"%`]);
     if (filters.createdAfter !== undefined) q.where('created_at', '>=', filters.createdAfter);
     if (filters.createdBefore !== undefined) q.where('created_at', '<', filters.createdBefore);
+    if (filters.q) searchNewest(q, db, scope, filters.q);
   });
+}
+
+/** Subject, to or from contains `text` (case-insensitively), among the SEARCH_WINDOW newest messages. */
+function searchNewest(q: ReturnType<typeof scoped>, db: Queryable, scope: Scope, text: string): void {
+  const pattern = `%${text.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+  const newest = scoped(db, scope).select('id').orderBy('id', 'desc').limit(SEARCH_WINDOW);
+  q.whereIn('id', newest).andWhere((w) => {
+    for (const column of ['subject', 'to_email', 'from_email']) w.orWhereRaw(`LOWER(${column}) LIKE ? ESCAPE '\\'`, [pattern]);
+  });
+}
+
+export type RetryOutcome = { kind: 'retried'; message: MessageRecord } | { kind: 'refused'; message: MessageRecord } | { kind: 'not_found' };
+
+/** deferred → due now, in one conditional UPDATE that, like cancel, loses to a worker holding the row. */
+export async function retryNow(db: Queryable, scope: Scope, id: string, now: number): Promise<RetryOutcome> {
+  const changed = await scoped(db, scope).andWhere({ id, status: 'deferred' }).whereNotNull('next_attempt_at')
+    .andWhere((q) => q.whereNull('lease_expires_at').orWhere('lease_expires_at', '<=', now))
+    .update({ next_attempt_at: now, updated_at: now });
+  const message = await getMessage(db, scope, id);
+  if (!message) return { kind: 'not_found' };
+  return changed === 1 ? { kind: 'retried', message } : { kind: 'refused', message };
 }
 
 /** Newest first; `limit` rows after `cursor` (an id); total counts every match. */

@@ -15,6 +15,7 @@ import { listFilters, messageDetailSchema, messageSchema, sendBodySchema, sendRe
 import { sendMessages } from './send';
 import { shapeAttempt, shapeEvent, shapeMessage } from './shape';
 import { registerTemplateRoutes } from './template-routes';
+import { registerMessageActionRoutes } from './action-routes';
 
 const idParam = z.object({ id: z.string().min(1).max(64).describe('The `msg_` id.') });
 
@@ -69,7 +70,8 @@ export function registerMessageRoutes(api: ApiRouter, deps: AppDeps): void {
   api.add({
     method: 'get', path: '/v1/messages', scope: 'messages:read', tag: 'Messages',
     summary: 'List messages',
-    description: 'Newest first. Pages are stable while messages arrive: pass `pagination.next_cursor` as `cursor`.',
+    description: 'Newest first. Pages are stable while messages arrive: pass `pagination.next_cursor` as `cursor`. ' +
+      '`q` (extension) searches subject, recipient and sender among the account\'s 10,000 newest messages.',
     query: z.object({ ...paginationQuery, ...listFilters }),
     responses: { 200: { description: 'A page of messages', schema: pageSchema(messageSchema) } },
     async handler({ query, caller }) {
@@ -80,6 +82,7 @@ export function registerMessageRoutes(api: ApiRouter, deps: AppDeps): void {
         tag: query.tag,
         createdAfter: query.created_after === undefined ? undefined : Date.parse(query.created_after),
         createdBefore: query.created_before === undefined ? undefined : Date.parse(query.created_before),
+        q: query.q,
       };
       const page = await listMessages(reader, caller, filters, query.limit + 1, query.cursor);
       return { status: 200, body: toPage(page.items, query.limit, page.total, (m) => m.id, shapeMessage) };
@@ -108,5 +111,6 @@ export function registerMessageRoutes(api: ApiRouter, deps: AppDeps): void {
     },
   });
 
+  registerMessageActionRoutes(api, deps);
   registerTemplateRoutes(api, deps);
 }

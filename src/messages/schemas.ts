@@ -152,4 +152,6 @@ export const listFilters = {
   tag: z.string().max(64).regex(TAG, 'not a valid tag').optional().describe('Only messages carrying this tag.'),
   created_after: isoDate.optional().describe('Only messages created at or after this time.'),
   created_before: isoDate.optional().describe('Only messages created before this time.'),
+  q: z.string().trim().min(1).max(200).optional()
+    .describe('Search: subject, recipient or sender contains this text (case-insensitive), among the account\'s 10,000 newest messages (extension).'),
 };
