@@ -8,7 +8,7 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestApp, type TestApp } from '../support/app';
 import { createAccount } from '../../src/auth/accounts';
-import { createUser, launchBrowser, signIn, skipBrowser, type Browser } from './browser';
+import { createUser, launchBrowser, skipBrowser, type Browser } from './browser';
 
 const MEMBER = { email: 'dev@example.com', role: 'member' as const, account: 'default', password: 'a long member password' };
 const PLANTED = 'A'.repeat(43);
@@ -27,9 +27,22 @@ describe('console: a member in Chromium', { skip: skipBrowser }, () => {
     await app?.stop();
   });
 
-  it('a session id planted before sign-in is not the session after it', async () => {
+  it('signs in with the keyboard alone, focus visible; a session id planted before is not the session after', async () => {
     await browser.context.addCookies([{ name: 'pigeon_session', value: PLANTED, url: app.http.url }]);
-    await signIn(browser.page, app.http.url, MEMBER.email, MEMBER.password);
+    const { page } = browser;
+    await page.goto(`${app.http.url}/`);
+    await page.getByLabel('Email').waitFor();
+    await page.keyboard.press('Tab');
+    const focused = await page.evaluate(`(() => {
+      const el = document.activeElement;
+      return { label: el.labels && el.labels[0] ? el.labels[0].textContent : '', outline: getComputedStyle(el).outlineStyle };
+    })()`);
+    assert.deepEqual(focused, { label: 'Email', outline: 'solid' }, 'the first Tab reaches Email, with a visible focus ring');
+    await page.keyboard.type(MEMBER.email);
+    await page.keyboard.press('Tab');
+    await page.keyboard.type(MEMBER.password);
+    await page.keyboard.press('Enter');
+    await page.getByRole('button', { name: 'Sign out' }).waitFor();
     const cookie = (await browser.context.cookies()).find((c) => c.name === 'pigeon_session');
     assert.ok(cookie && cookie.value !== PLANTED, 'a new session id');
     const res = await fetch(`${app.http.url}/v1/session`, { headers: { cookie: `pigeon_session=${PLANTED}` } });
