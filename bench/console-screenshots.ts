@@ -43,7 +43,7 @@ async function main(): Promise<void> {
           await page.goto(`${world.app.http.url}/#/${hash}`);
           await page.waitForLoadState('networkidle');
           await page.waitForTimeout(300); // let the chart and late lists settle before the picture
-          await shoot(page, `${name}-${width}`);
+          await shoot(page, `${name}-${width}`, name === 'message' && width === 'desktop');
         }
       } finally {
         await browser.close();
@@ -63,7 +63,12 @@ async function seed(world: Awaited<ReturnType<typeof startWorld>>, hookUrl: stri
   pointMx(world.dns, 'slow.test', [{ name: 'mx.slow.test', address: '127.0.0.1' }]);
   const hook = await admin.post('/v1/webhooks', { url: hookUrl, events: ['message.delivered', 'message.bounced'] });
   await admin.post('/v1/domains', { name: 'mail.example.com' });
-  const [first] = await sendBatch(world, { to: ['alice@dest.test', 'bob@dest.test', 'dave@dest.test'], subject: 'Your receipt #1042', body: 'Thanks for your order.' });
+  const receipt = await world.live.post('/v1/messages/send', {
+    from: 'Shop <app@sender.test>', to: ['alice@dest.test', 'bob@dest.test', 'dave@dest.test'], subject: 'Your receipt #1042', tags: ['receipt'],
+    html: '<h2 style="color:#1d4ed8">Thanks for your order</h2><p>Order <b>#1042</b>: 2 × Widget, total €40.00.</p><p><img src="https://cdn.example.net/pixel.gif" alt="">Questions? Reply to this mail.</p>',
+    text: 'Thanks for your order #1042: 2 x Widget, total EUR 40.00.',
+  });
+  const first = receipt.body.data[0].id as string;
   await sendBatch(world, { to: 'carol@slow.test', subject: 'Password reset' });
   await sendBatch(world, { to: 'erin@dest.test', subject: 'Weekly digest', sendAt: world.clock.now() + 3_600_000 });
   await world.mta.runOnce();
@@ -72,9 +77,12 @@ async function seed(world: Awaited<ReturnType<typeof startWorld>>, hookUrl: stri
   return { messageId: first, webhookId: hook.body.id };
 }
 
-async function shoot(page: import('playwright-core').Page, name: string): Promise<void> {
+/** The viewport only (files stay small), or the whole page where the end of it is the point (the SMTP conversation). */
+async function shoot(page: import('playwright-core').Page, name: string, fullPage = false): Promise<void> {
   const file = path.join(OUT, `${name}.png`);
-  await page.screenshot({ path: file });
+  const transcript = page.locator('details:has(> .transcript)');
+  if (fullPage && (await transcript.count())) await transcript.first().evaluate((d) => d.setAttribute('open', ''));
+  await page.screenshot({ path: file, fullPage });
   console.log(`${path.relative(process.cwd(), file)}\t${Math.round(fs.statSync(file).size / 1024)} KiB`);
 }
 

@@ -37,17 +37,6 @@ export function MessageDetail({ id }: { id: string }) {
             </div>
           </Card>
           <Content path={path} />
-          <Card title="Events">
-            {m.events.length === 0 ? <Empty>No events yet.</Empty> : (
-              <ol class="timeline" aria-label="Events">
-                {m.events.map((e) => (
-                  <li key={e.id}><Badge value={e.type.replace(/^message\./, '')} /> <Time iso={e.created_at} />
-                    <details><summary>Data</summary><pre>{JSON.stringify(e.data, null, 2)}</pre></details>
-                  </li>
-                ))}
-              </ol>
-            )}
-          </Card>
           <Card title="Attempts">
             {m.attempts.length === 0 ? <Empty>No delivery attempt yet.</Empty> : m.attempts.map((a, i) => (
               <article class="attempt" key={i} aria-label={`Attempt ${i + 1}`}>
@@ -59,6 +48,17 @@ export function MessageDetail({ id }: { id: string }) {
                 ) : <p class="muted small">No SMTP conversation was recorded for this attempt.</p>}
               </article>
             ))}
+          </Card>
+          <Card title="Events">
+            {m.events.length === 0 ? <Empty>No events yet.</Empty> : (
+              <ol class="timeline" aria-label="Events">
+                {m.events.map((e) => (
+                  <li key={e.id}><Badge value={e.type.replace(/^message\./, '')} /> <Time iso={e.created_at} />
+                    <details><summary>Data</summary><pre>{JSON.stringify(e.data, null, 2)}</pre></details>
+                  </li>
+                ))}
+              </ol>
+            )}
           </Card>
         </>
       )}
