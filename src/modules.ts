@@ -22,6 +22,7 @@ import { registerTrackingRoutes } from './tracking/routes';
 import { trackingHook } from './tracking/hook';
 import { registerAnalyticsRoutes } from './analytics/routes';
 import { registerOverviewRoutes } from './overview/routes';
+import { registerOperatorRoutes } from './operator/routes';
 import { applyRollup } from './analytics/rollup';
 import { registerSuppressionRoutes } from './suppressions/routes';
 import { uploadRunner } from './suppressions/upload-runner';
@@ -73,5 +74,6 @@ export const MODULES: Module[] = [
   { name: 'tracking', routes: registerTrackingRoutes },
   { name: 'analytics', routes: registerAnalyticsRoutes, eventSinks: [applyRollup] },
   { name: 'overview', routes: registerOverviewRoutes },
+  { name: 'operator', routes: registerOperatorRoutes },
   { name: 'suppressions', routes: registerSuppressionRoutes, workers: (deps) => [uploadRunner(deps)] },
 ];

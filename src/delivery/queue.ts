@@ -17,6 +17,9 @@ import type { Job } from './types';
 const CLAIMABLE = ['queued', 'scheduled', 'deferred', 'sending'];
 const WAITING = ['queued', 'scheduled', 'deferred'];
 
+/** Destinations an operator paused (console): their messages wait, unclaimed, until resumed. */
+const paused = (db: Queryable) => db('paused_destinations').select('domain');
+
 export const newLeaseOwner = (): string => `mta-${process.pid}-${crypto.randomBytes(6).toString('hex')}`;
 
 /**
@@ -43,6 +46,7 @@ export async function claim(db: Queryable, input: { owner: string; now: number; 
     .where('next_attempt_at', '<=', input.dueBy ?? now)
     .whereIn('status', CLAIMABLE)
     .where((q) => q.whereNull('lease_owner').orWhere('lease_expires_at', '<', now))
+    .whereNotIn('recipient_domain', paused(db))
     .orderBy('next_attempt_at')
     .limit(limit);
   const rows = await db('messages')
@@ -54,7 +58,8 @@ export async function claim(db: Queryable, input: { owner: string; now: number; 
 
 /** When the worker should look again: the earliest waiting row or expiring lease; null when the queue is empty. */
 export async function nextWakeAt(db: Queryable): Promise<number | null> {
-  const waiting = await db('messages').whereNotNull('next_attempt_at').whereIn('status', WAITING).min({ at: 'next_attempt_at' }).first();
+  const waiting = await db('messages').whereNotNull('next_attempt_at').whereIn('status', WAITING).whereNotIn('recipient_domain', paused(db))
+    .min({ at: 'next_attempt_at' }).first();
   const leased = await db('messages').where({ status: 'sending' }).whereNotNull('next_attempt_at').min({ at: 'lease_expires_at' }).first();
   const times = [waiting?.at, leased?.at].filter((t): t is number => t !== null && t !== undefined).map(Number);
   return times.length ? Math.min(...times) : null;

@@ -8,6 +8,7 @@
  * the row is sent again: delivery is at least once.
  */
 import type { Queryable } from '../db';
+import { eventBody } from './attempt';
 import { insertRows } from '../db/buffer';
 import { newId } from '../ids';
 
@@ -154,6 +155,22 @@ export async function requeue(db: Queryable, id: string, now: number): Promise<b
       updated_at: now,
     });
   return n > 0;
+}
+
+/** Failed deliveries requeued by one redeliver-failed call at most (newest first), so one call is one bounded UPDATE. */
+export const REDELIVER_FAILED_MAX = 10_000;
+
+/** Requeues a webhook's failed deliveries (up to REDELIVER_FAILED_MAX, newest first) like requeue(); returns how many. */
+export async function requeueFailed(db: Queryable, webhookId: string, now: number): Promise<number> {
+  const failed = db('webhook_deliveries').select('id').where({ webhook_id: webhookId, status: 'failed' }).orderBy('id', 'desc').limit(REDELIVER_FAILED_MAX);
+  return db('webhook_deliveries').whereIn('id', failed).andWhere({ status: 'failed' })
+    .update({ status: 'pending', next_attempt_at: now, cycle_start: db.raw('attempts'), lease_owner: null, lease_expires_at: null, completed_at: null, updated_at: now });
+}
+
+/** The request body a delivery sends (rebuilt from its event, as every attempt does). */
+export async function requestBodyOf(db: Queryable, eventId: string): Promise<string | null> {
+  const row = await db('events').where({ id: eventId }).first();
+  return row ? eventBody(row) : null;
 }
 
 /** Backlog figures for the metrics: pending rows and the age of the oldest one. */

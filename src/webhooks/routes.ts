@@ -9,8 +9,8 @@ import type { ApiRouter } from '../http/api';
 import { pageSchema, paginationQuery, toPage } from '../http/pagination';
 import { iso } from '../clock';
 import { EVENT_TYPES } from '../events/schemas';
-import { attemptsOf, listDeliveries, Attempt, Delivery } from './deliveries';
-import { createWebhook, patchWebhook, redeliver, removeWebhook, requireDelivery, requireWebhook, sendTestEvent } from './service';
+import { REDELIVER_FAILED_MAX, requestBodyOf, attemptsOf, listDeliveries, Attempt, Delivery } from './deliveries';
+import { createWebhook, patchWebhook, redeliver, redeliverFailed, removeWebhook, requireDelivery, requireWebhook, sendTestEvent } from './service';
 import { listWebhooks, Webhook } from './store';
 
 const eventName = z.enum([...EVENT_TYPES, '*'], {
@@ -69,6 +69,9 @@ const deliverySchema = z.object({
   created_at: z.string(),
   completed_at: z.string().nullable(),
   attempt_log: z.array(attemptSchema),
+});
+const deliveryDetailSchema = deliverySchema.extend({
+  request_body: z.string().nullable().describe('The JSON body every attempt of this delivery sends (rebuilt from its event).'),
 });
 
 const shapeAttempt = (a: Attempt): z.infer<typeof attemptSchema> => ({
@@ -198,11 +201,13 @@ export function registerWebhookRoutes(api: ApiRouter, deps: AppDeps): void {
 
   api.add({
     ...base, method: 'get', path: '/v1/webhooks/{id}/deliveries/{delivery_id}', summary: 'Get a delivery', extension: true, params: deliveryParams,
-    responses: { 200: { description: 'The delivery with its attempts', schema: deliverySchema } },
+    description: 'The delivery, its request body, and each attempt with the response status and the first 1 KB of the response body.',
+    responses: { 200: { description: 'The delivery with its attempts', schema: deliveryDetailSchema } },
     async handler({ params, caller }) {
       const delivery = await requireDelivery(deps, await requireWebhook(deps, caller, params.id), params.delivery_id);
       const logs = await attemptsOf(db, [delivery.id]);
-      return { status: 200, body: shapeDelivery(delivery, logs.get(delivery.id) ?? []) };
+      const body = { ...shapeDelivery(delivery, logs.get(delivery.id) ?? []), request_body: await requestBodyOf(db, delivery.eventId) };
+      return { status: 200, body };
     },
   });
 
@@ -214,6 +219,16 @@ export function registerWebhookRoutes(api: ApiRouter, deps: AppDeps): void {
       const delivery = await redeliver(deps, await requireWebhook(deps, caller, params.id), params.delivery_id);
       const logs = await attemptsOf(db, [delivery.id]);
       return { status: 202, body: shapeDelivery(delivery, logs.get(delivery.id) ?? []) };
+    },
+  });
+
+  api.add({
+    ...base, method: 'post', path: '/v1/webhooks/{id}/redeliver-failed', summary: 'Redeliver every failed delivery', extension: true, params: idParams,
+    description: `Queues each failed delivery of the webhook (the newest ${REDELIVER_FAILED_MAX} at most per call) for an attempt now, ` +
+      'each with a fresh cycle of the retry schedule, and answers how many were queued.',
+    responses: { 202: { description: 'Queued', schema: z.object({ queued: z.number().int() }) } },
+    async handler({ params, caller }) {
+      return { status: 202, body: { queued: await redeliverFailed(deps, await requireWebhook(deps, caller, params.id)) } };
     },
   });
 }

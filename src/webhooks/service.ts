@@ -12,7 +12,7 @@ import type { EventType } from '../events/schemas';
 import { conflict, notFound, unprocessable } from '../http/errors';
 import { checkCap } from '../auth/limits';
 import { attemptDelivery } from './attempt';
-import { getDelivery, requeue, Delivery } from './deliveries';
+import { getDelivery, requeue, requeueFailed, Delivery } from './deliveries';
 import type { SendOutcome } from './sender';
 import { generateSecret } from './signature';
 import { checkTarget } from './ssrf';
@@ -105,6 +105,13 @@ export async function redeliver(deps: Deps, webhook: Webhook, deliveryId: string
   }
   deps.signals.emit('webhooksChanged');
   return (await getDelivery(deps.db, deliveryId)) as Delivery;
+}
+
+/** Requeues every failed delivery of the webhook (bounded, see REDELIVER_FAILED_MAX); returns how many. */
+export async function redeliverFailed(deps: Deps, webhook: Webhook): Promise<number> {
+  const queued = await requeueFailed(deps.db, webhook.id, deps.clock.now());
+  if (queued) deps.signals.emit('webhooksChanged');
+  return queued;
 }
 
 /** Realistic data for a test event of each type (see src/events/schemas.ts). */
