@@ -12,7 +12,7 @@ import { createUser, launchBrowser, signIn, skipBrowser } from './browser';
 const ADMIN = { email: 'admin@example.com', role: 'admin' as const, account: 'default', password: 'a long admin password' };
 
 describe('console: live messages in Chromium', { skip: skipBrowser }, () => {
-  it('shows a delivered message in a sandboxed preview with its attempt, and retries a deferred one now', async () => {
+  it('shows a delivered message in a sandboxed preview with its attempt, retries a deferred one now, and pauses and resumes its destination on the operator screen', async () => {
     const sink = await startSmtpSink({ reply: (ctx) => (ctx.stage === 'rcpt' && ctx.rcpt?.endsWith('@slow.test') ? { code: 451, message: '4.7.1 Greylisted' } : undefined) });
     const world = await startWorld({ port: sink.port });
     const browser = await launchBrowser();
@@ -47,6 +47,18 @@ describe('console: live messages in Chromium', { skip: skipBrowser }, () => {
       await page.getByRole('article', { name: 'Attempt 2' }).waitFor(); // the detail refreshes by itself
       const after = (await world.live.get(`/v1/messages/${deferred}`)).body;
       assert.equal(after.attempt_count, 2, 'the retry was a second attempt, made at once');
+
+      // The operator screen: the deferred destination, paused and resumed.
+      await page.getByRole('link', { name: 'Operator' }).click();
+      const queue = page.getByRole('table', { name: 'Queue by destination' });
+      const row = queue.getByRole('row').filter({ hasText: 'slow.test' });
+      await row.getByRole('button', { name: 'Pause' }).click();
+      await row.getByRole('button', { name: 'Resume' }).waitFor();
+      assert.equal((await world.app.db('paused_destinations').where({ domain: 'slow.test' })).length, 1);
+      await row.getByRole('button', { name: 'Resume' }).click();
+      await row.getByRole('button', { name: 'Pause' }).waitFor();
+      assert.equal((await world.app.db('paused_destinations').where({ domain: 'slow.test' })).length, 0);
+      await page.getByRole('list', { name: 'Doctor checks' }).waitFor();
     } finally {
       await browser.close();
       await world.stop();

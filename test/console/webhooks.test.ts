@@ -13,7 +13,7 @@ import { createUser, launchBrowser, signIn, skipBrowser } from './browser';
 const ADMIN = { email: 'ops@example.com', role: 'admin' as const, account: 'default', password: 'a long admin password' };
 
 describe('console: webhooks in Chromium', { skip: skipBrowser }, () => {
-  it('creates a webhook, shows the secret once, and redelivers a failed delivery from the log', async () => {
+  it('creates a webhook, shows the secret once, and redelivers one failed delivery, then all failed ones, from the log', async () => {
     const clock = new FakeClock();
     // The retries span 82 hours of fake time: the session must outlive them (idle limit one week).
     const app = await startWebhookApp({ console: { sessionIdleMinutes: 7 * 24 * 60 } }, { clock });
@@ -36,25 +36,36 @@ describe('console: webhooks in Chromium', { skip: skipBrowser }, () => {
       assert.deepEqual([...hooks[0].events].sort(), ['message.bounced', 'message.delivered', 'message.opened']);
 
       await recordMessageEvent(app, { type: 'message.delivered' });
+      await recordMessageEvent(app, { type: 'message.bounced', fields: { type: 'hard' } });
       await dispatch(app);
       for (const gap of [5 * MINUTE, 30 * MINUTE, 2 * HOUR, 8 * HOUR, 24 * HOUR, 48 * HOUR]) {
         clock.advance(gap);
         await dispatch(app);
       }
-      assert.equal(receiver.requests.length, 6, 'six attempts, then the delivery failed');
+      assert.equal(receiver.requests.length, 12, 'six attempts each, then both deliveries failed');
+      const [one, other] = (await app.api.get(`/v1/webhooks/${hooks[0].id}/deliveries`)).body.data.map((d: { id: string }) => d.id);
 
       await page.getByRole('link', { name: receiver.url }).click();
-      const delivery = page.getByRole('article', { name: /^Delivery whd_/ });
-      await delivery.getByText('failed', { exact: true }).waitFor();
-      await delivery.getByRole('button', { name: 'Request and response' }).click();
-      await delivery.getByText(/#6 .*HTTP 500/).waitFor();
+      const first = page.getByRole('article', { name: `Delivery ${one}` });
+      const second = page.getByRole('article', { name: `Delivery ${other}` });
+      await first.getByText('failed', { exact: true }).waitFor();
+      await first.getByRole('button', { name: 'Request and response' }).click();
+      await first.getByText(/#6 .*HTTP 500/).waitFor();
+      assert.match(await first.locator('pre').first().textContent() ?? '', /"event": ?"message\./, 'the request body is shown');
       answer = 200;
-      await delivery.getByRole('button', { name: 'Redeliver', exact: true }).click();
-      await delivery.getByText('failed', { exact: true }).waitFor({ state: 'detached' }); // pending, or already sent: the redelivery wakes the dispatcher
+      await first.getByRole('button', { name: 'Redeliver', exact: true }).click();
+      await first.getByText('failed', { exact: true }).waitFor({ state: 'detached' }); // pending, or already sent: the redelivery wakes the dispatcher
       await dispatch(app);
-      await delivery.getByText('succeeded', { exact: true }).waitFor(); // the log refreshes by itself
-      assert.equal(receiver.requests.length, 7);
-      assert.equal(receiver.requests[6].body.toString(), receiver.requests[0].body.toString(), 'the same event again');
+      await first.getByText('succeeded', { exact: true }).waitFor(); // the log refreshes by itself
+      assert.equal(receiver.requests.length, 13);
+      assert.equal(await second.getByText('failed', { exact: true }).count(), 1, 'only the one redelivered');
+
+      await page.getByRole('button', { name: 'Redeliver all failed' }).click();
+      await page.getByText('1 failed deliveries queued again').waitFor();
+      await dispatch(app);
+      await second.getByText('succeeded', { exact: true }).waitFor();
+      assert.equal(receiver.requests.length, 14);
+      assert.deepEqual(receiver.requests.slice(12).map((r) => r.body.toString()).sort(), receiver.requests.slice(0, 2).map((r) => r.body.toString()).sort(), 'the same events again');
     } finally {
       await browser.close();
       await receiver.close();

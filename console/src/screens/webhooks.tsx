@@ -109,7 +109,7 @@ function DeliveryRow({ webhookPath, delivery: d, onChanged }: { webhookPath: str
       </div>
       {full && (
         <div class="delivery-detail">
-          {shown.request_body !== undefined && <><h4>Request body</h4><pre>{typeof shown.request_body === 'string' ? shown.request_body : JSON.stringify(shown.request_body, null, 2)}</pre></>}
+          {shown.request_body !== undefined && <><h4>Request body</h4><pre>{pretty(shown.request_body)}</pre></>}
           <h4>Attempts</h4>
           {shown.attempt_log.map((a) => (
             <p key={a.attempt} class="small">#{a.attempt} <Time iso={a.attempted_at} /> · {a.success ? 'succeeded' : 'failed'} · HTTP {a.status_code ?? '—'} · {a.latency_ms ?? '?'} ms{a.error ? ` · ${a.error}` : ''}
@@ -119,4 +119,10 @@ function DeliveryRow({ webhookPath, delivery: d, onChanged }: { webhookPath: str
       )}
     </article>
   );
+}
+
+/** The request body is the JSON string sent; indented for reading when it parses. */
+function pretty(body: unknown): string {
+  if (typeof body !== 'string') return JSON.stringify(body, null, 2);
+  try { return JSON.stringify(JSON.parse(body), null, 2); } catch { return body; }
 }
