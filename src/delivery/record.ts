@@ -155,5 +155,6 @@ async function insertAttempt(trx: Tx, job: Job, a: AttemptInfo | null, outcome: 
     response: a.response,
     outcome,
     duration_ms: a.durationMs,
+    transcript: a.transcript ?? null,
   }]);
 }

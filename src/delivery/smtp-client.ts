@@ -8,8 +8,9 @@
 import net from 'node:net';
 import { PassThrough } from 'node:stream';
 import SMTPConnection from 'nodemailer/lib/smtp-connection';
+import { Transcript, transcriptLogger } from './transcript';
 
-export type SmtpError = SMTPConnection.SMTPError;
+export type SmtpError = SMTPConnection.SMTPError & { transcript?: string };
 
 export interface ConnectOptions {
   /** MX host name: the TLS server name (SNI) */
@@ -30,9 +31,9 @@ export interface ConnectOptions {
 }
 
 export type SendResult =
-  | { ok: true; response: string }
+  | { ok: true; response: string; transcript: string }
   /** dataSent: the message body was handed to the socket, so the server may have it */
-  | { ok: false; error: SmtpError; dataSent: boolean };
+  | { ok: false; error: SmtpError; dataSent: boolean; transcript: string };
 
 export class SmtpClient {
   /** messages sent (or tried) over this connection */
@@ -40,11 +41,17 @@ export class SmtpClient {
   closed = false;
   private pending?: (err: SmtpError) => void;
   private readonly closeListeners: Array<() => void> = [];
+  /** The conversation up to the end of EHLO/STARTTLS, which begins every message's transcript on this connection. */
+  private readonly setup: Transcript;
+  /** Where the conversation is being written now (the setup, then each message's own). */
+  private current: Transcript;
 
   private constructor(
     private readonly conn: SMTPConnection,
     readonly options: ConnectOptions,
+    setup: Transcript,
   ) {
+    this.setup = this.current = setup;
     conn.on('error', (err) => {
       // A handshake that fails after STARTTLS surfaces as a socket error; name it for the plain-text fallback.
       if ((conn as unknown as { upgrading?: boolean }).upgrading) err.code = 'ETLS';
@@ -55,6 +62,8 @@ export class SmtpClient {
 
   /** Connects, reads the greeting, EHLO, STARTTLS when offered. */
   static open(options: ConnectOptions): Promise<{ client: SmtpClient } | { error: SmtpError }> {
+    const setup = new Transcript([`*** connecting to ${options.host} [${options.address}]:${options.port} from ${options.localAddress}`]);
+    let client: SmtpClient | undefined;
     const conn = new SMTPConnection({
       host: options.address,
       port: options.port,
@@ -67,13 +76,18 @@ export class SmtpClient {
       connectionTimeout: options.connectTimeoutMs,
       greetingTimeout: options.greetingTimeoutMs,
       socketTimeout: options.commandTimeoutMs,
-      logger: false,
+      // The transaction log (commands and replies, never the message) feeds the attempt's transcript.
+      logger: transcriptLogger(() => client?.current ?? setup) as unknown as SMTPConnection.Options['logger'],
+      transactionLog: true,
     });
-    const client = new SmtpClient(conn, options);
+    const opened = (client = new SmtpClient(conn, options, setup));
     return new Promise((resolve) => {
-      client.pending = (error) => resolve({ error });
+      opened.pending = (error) => {
+        setup.note(`${error.code ?? 'ERROR'}: ${error.message}`);
+        resolve({ error: Object.assign(error, { transcript: setup.toString() }) });
+      };
       conn.connect(() => {
-        client.pending = undefined;
+        opened.pending = undefined;
         // Commands and the end of data are small writes: without this, Nagle plus the
         // server's delayed ACK holds the final "." for ~40 ms on every message.
         conn._socket?.setNoDelay(true);
@@ -90,8 +104,13 @@ export class SmtpClient {
   send(envelope: { from: string; to: string; size: number; use8BitMime: boolean }, raw: Buffer): Promise<SendResult> {
     this.messages++;
     let dataSent = false;
+    const transcript = (this.current = new Transcript(this.setup.entries));
+    if (this.messages > 1) transcript.note(`connection reused: message ${this.messages} on it`);
     return new Promise((resolve) => {
-      this.pending = (error) => resolve({ ok: false, error, dataSent });
+      this.pending = (error) => {
+        if (!error.response) transcript.note(`${error.code ?? 'ERROR'}: ${error.message}`);
+        resolve({ ok: false, error, dataSent, transcript: transcript.toString() });
+      };
       const body = new PassThrough();
       body.on('end', () => {
         // The body is out: the wait for the final reply may take longer than a command.
@@ -101,7 +120,8 @@ export class SmtpClient {
       this.conn.send(envelope, body, (err, info) => {
         this.pending = undefined;
         this.setTimeout(this.options.commandTimeoutMs);
-        resolve(err ? { ok: false, error: err, dataSent } : { ok: true, response: info.response });
+        if (err && !err.response) transcript.note(`${err.code ?? 'ERROR'}: ${err.message}`);
+        resolve(err ? { ok: false, error: err, dataSent, transcript: transcript.toString() } : { ok: true, response: info.response, transcript: transcript.toString() });
       });
       body.end(raw);
     });

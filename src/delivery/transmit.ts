@@ -50,13 +50,16 @@ export function createSmtpTransport(deps: SmtpTransportDeps): Transmit {
       sourceIp: source.address,
     });
     const family = net.isIPv6(source.address) ? 6 : 4;
-    let last = { mx: null as string | null, response: `no MX host of ${job.recipientDomain} could be reached`, code: null as number | null, enhancedCode: null as string | null };
+    let last = {
+      mx: null as string | null, response: `no MX host of ${job.recipientDomain} could be reached`, code: null as number | null, enhancedCode: null as string | null,
+      transcript: null as string | null,
+    };
     let refused: { mx: string; response: string } | undefined;
     let onlyRefused = true; // no host was dialled or failed to resolve for another reason
     for (const host of hosts) {
       const addresses = await deps.mx.addresses(host.name, family);
       if (addresses.kind === 'none') {
-        last = { mx: host.name, response: addresses.diagnostic, code: null, enhancedCode: null };
+        last = { mx: host.name, response: addresses.diagnostic, code: null, enhancedCode: null, transcript: null };
         onlyRefused &&= !addresses.temporary;
         continue;
       }
@@ -70,7 +73,7 @@ export function createSmtpTransport(deps: SmtpTransportDeps): Transmit {
       const open = () => connectAny(deps.config, host.name, dialable, source);
       const lease = await deps.pool.acquire(route, open);
       if ('error' in lease) {
-        last = { mx: host.name, ...describeError(lease.error) };
+        last = { mx: host.name, ...describeError(lease.error), transcript: lease.error.transcript ?? null };
         continue; // unreachable, refused at the greeting, timed out: try the next MX host
       }
       if (!(await stillOurs())) {
@@ -95,12 +98,12 @@ type SendOutcome = Omit<SmtpOutcome, 'startedAt' | 'durationMs' | 'sourceIp' | '
 /** Sends over the lease; a reused connection that turns out dead before the body went out is replaced. */
 async function sendWithRetry(pool: SmtpPool, route: Route, open: () => ReturnType<typeof connectAny>, lease: Lease, envelope: Envelope, raw: Buffer): Promise<SendOutcome> {
   for (let tries = 0; ; tries++) {
-    if ('error' in lease) return { kind: 'deferred', tls: false, ...describeError(lease.error) };
+    if ('error' in lease) return { kind: 'deferred', tls: false, ...describeError(lease.error), transcript: lease.error.transcript ?? null };
     const { client, reused } = lease;
     const result = await client.send(envelope, raw);
     if (result.ok) {
       pool.release(client, true);
-      return { kind: 'delivered', tls: client.secure, ...parseReply(result.response) };
+      return { kind: 'delivered', tls: client.secure, ...parseReply(result.response), transcript: result.transcript };
     }
     const stale = reused && !result.dataSent && (!result.error.responseCode || result.error.responseCode === 421);
     if (stale && tries < STALE_RETRIES) {
@@ -108,7 +111,7 @@ async function sendWithRetry(pool: SmtpPool, route: Route, open: () => ReturnTyp
       lease = await pool.acquire(route, open);
       continue;
     }
-    return settleFailure(pool, client, result.error);
+    return { ...(await settleFailure(pool, client, result.error)), transcript: result.transcript };
   }
 }
 

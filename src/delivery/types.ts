@@ -71,6 +71,8 @@ export interface AttemptInfo {
   code: number | null;
   enhancedCode: string | null;
   response: string;
+  /** The SMTP conversation (delivery/transcript.ts), when one took place. */
+  transcript?: string | null;
 }
 
 /** What a transport (SMTP or sandbox) reports, before classification. */

@@ -55,6 +55,7 @@ export interface AttemptRecord {
   response: string | null;
   outcome: string;
   durationMs: number | null;
+  transcript: string | null;
 }
 
 export interface EventRecord {
@@ -94,6 +95,7 @@ export async function attemptsOf(db: Queryable, messageId: string): Promise<Atte
   return rows.map((r) => ({
     attemptedAt: Number(r.attempted_at), mxHost: r.mx_host, sourceIp: r.source_ip, tls: bool(r.tls),
     smtpCode: num(r.smtp_code), enhancedCode: r.enhanced_code, response: r.response, outcome: r.outcome, durationMs: num(r.duration_ms),
+    transcript: r.transcript ?? null,
   }));
 }
 

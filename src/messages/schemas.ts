@@ -106,6 +106,8 @@ const attempt = z.object({
   response: z.string().nullable().describe('The SMTP reply.'),
   outcome: z.string().describe('delivered, deferred, bounced or failed'),
   duration_ms: z.number().int().nullable(),
+  transcript: z.string().nullable()
+    .describe('The SMTP conversation of this attempt, one line each: "C: " sent, "S: " received, "*** " local notes; the message body is elided; at most 16 KiB (extension).'),
 });
 
 const event = z.object({ id: z.string(), type: z.string(), created_at: z.string(), data: z.record(z.string(), z.unknown()) });

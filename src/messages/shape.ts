@@ -43,6 +43,7 @@ export const shapeAttempt = (a: AttemptRecord) => ({
   response: a.response,
   outcome: a.outcome,
   duration_ms: a.durationMs,
+  transcript: a.transcript,
 });
 
 export const shapeEvent = (e: EventRecord) => ({ id: e.id, type: e.type, created_at: iso(e.createdAt) as string, data: e.data });
