@@ -12,7 +12,7 @@ import { createUser, launchBrowser, signIn, skipBrowser } from './browser';
 const ADMIN = { email: 'admin@example.com', role: 'admin' as const, account: 'default', password: 'a long admin password' };
 
 describe('console: live messages in Chromium', { skip: skipBrowser }, () => {
-  it('shows a delivered message in a sandboxed preview with its attempt, retries a deferred one now, and pauses and resumes its destination on the operator screen', async () => {
+  it('shows a delivered message in a sandboxed preview with its attempt, shows the SMTP conversation, retries a deferred one now, and pauses and resumes its destination on the operator screen', async () => {
     const sink = await startSmtpSink({ reply: (ctx) => (ctx.stage === 'rcpt' && ctx.rcpt?.endsWith('@slow.test') ? { code: 451, message: '4.7.1 Greylisted' } : undefined) });
     const world = await startWorld({ port: sink.port });
     const browser = await launchBrowser();
@@ -37,6 +37,10 @@ describe('console: live messages in Chromium', { skip: skipBrowser }, () => {
       assert.equal(await page.title(), 'Pigeon console');
       const attempt = page.getByRole('article', { name: 'Attempt 1' });
       assert.match(await attempt.textContent() ?? '', /delivered.*mx\.dest\.test/s);
+      const transcript = await attempt.locator('pre.transcript').textContent() ?? '';
+      assert.match(transcript, /EHLO/);
+      assert.match(transcript, /RCPT TO:<ada@dest\.test>/);
+      assert.doesNotMatch(transcript, /Hello Ada/, 'the body is not in the transcript');
       assert.match(await page.getByRole('list', { name: 'Events' }).textContent() ?? '', /queued.*sent.*delivered/s);
 
       await page.goto(`${world.app.http.url}/#/messages/${deferred}`);
