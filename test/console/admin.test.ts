@@ -86,6 +86,20 @@ describe('console: admin in Chromium', { skip: skipBrowser }, () => {
     assert.match(await events.textContent() ?? '', /queued.*sent.*delivered/s);
   });
 
+  let setPasswordLink = '';
+  it('creates a member on the operator screen and gets a one-time link', async () => {
+    const { page } = browser;
+    await page.getByLabel('Mode').selectOption('live');
+    await page.getByRole('link', { name: 'Operator' }).click();
+    await page.getByLabel('User email').fill('new.member@example.com');
+    await page.getByLabel('Role').selectOption('member');
+    await page.getByLabel('User account').fill('default');
+    await page.getByRole('button', { name: 'Create user' }).click();
+    setPasswordLink = (await page.getByText(/\/#\/set-password\//).textContent()) ?? '';
+    assert.match(setPasswordLink, /\/#\/set-password\/[A-Za-z0-9_-]+$/);
+    await page.getByRole('table', { name: 'Users' }).getByRole('cell', { name: 'new.member@example.com' }).waitFor();
+  });
+
   it('signs out: the form comes back and the old cookie is refused', async () => {
     const { page } = browser;
     const cookie = (await browser.context.cookies()).find((c) => c.name === 'pigeon_session');
@@ -96,5 +110,16 @@ describe('console: admin in Chromium', { skip: skipBrowser }, () => {
     await page.getByRole('button', { name: 'Sign in' }).waitFor();
     const res = await fetch(`${app.http.url}/v1/session`, { headers: { cookie: `pigeon_session=${cookie.value}` } });
     assert.equal(res.status, 401);
+  });
+
+  it('the one-time link sets a password the new member then signs in with', async () => {
+    const { page } = browser;
+    await page.goto(app.http.url + setPasswordLink.slice(setPasswordLink.indexOf('/#/')));
+    await page.getByLabel('New password').fill('a brand new long password');
+    await page.getByLabel('Repeat the password').fill('a brand new long password');
+    await page.getByRole('button', { name: 'Set password' }).click();
+    await page.getByRole('link', { name: 'Sign in' }).click();
+    await signIn(page, app.http.url, 'new.member@example.com', 'a brand new long password');
+    assert.equal(await page.getByRole('link', { name: 'Operator' }).count(), 0, 'a member has no operator screen');
   });
 });

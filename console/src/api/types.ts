@@ -13,7 +13,10 @@ export interface Attempt {
 }
 export interface MessageEvent { id: string; type: string; created_at: string; data: Record<string, unknown> }
 export interface MessageDetail extends Message { attempts: Attempt[]; events: MessageEvent[] }
-export interface MessageContent { subject: string | null; html: string | null; text: string | null; headers: Array<{ name: string; value: string }> }
+export interface MessageContent {
+  subject: string | null; html: string | null; text: string | null; headers: Array<{ name: string; value: string }>;
+  attachments?: Array<{ filename: string | null; content_type: string; size: number }>; truncated?: boolean;
+}
 
 export interface DnsRecord {
   purpose: string; type: string; host: string; value: string; required: boolean; state: string;

@@ -74,9 +74,13 @@ function Content({ path }: { path: string }) {
       {content.error && <Notice kind="warning">The content is not available: {content.error}</Notice>}
       {c && (
         <>
+          {c.truncated && <Notice kind="info">The content is long: what is shown here is cut short.</Notice>}
           {c.html ? (
             <iframe class="preview" title="HTML preview" sandbox="" srcdoc={c.html} referrerpolicy="no-referrer" />
           ) : <Empty>No HTML part.</Empty>}
+          {c.attachments && c.attachments.length > 0 && (
+            <p class="small">Attachments: {c.attachments.map((a) => `${a.filename ?? '(no name)'} (${a.content_type}, ${a.size.toLocaleString()} bytes)`).join(', ')}</p>
+          )}
           <details><summary>Text</summary><pre>{c.text ?? '(no text part)'}</pre></details>
           <details><summary>Headers ({c.headers.length})</summary>
             <div class="table-wrap"><table class="list"><tbody>

@@ -5,9 +5,9 @@ import { ActionButton, Badge, Card, CopyButton, Empty, ErrorNotice, Field, Notic
 import { errorText, useAsync } from '../components/use-async';
 
 interface OpAccount { name: string; created_at: string; usage: Record<string, unknown>; messages_today: number }
-interface OpUser { id: string; email: string; role: string; account: string | null; created_at?: string; disabled?: boolean }
+interface OpUser { id: string; email: string; role: string; account: string | null; created_at?: string; disabled?: boolean; password_set?: boolean }
 interface QueueRow { domain: string; queued: number; deferred: number; oldest_at: string | null; paused: boolean; last_error: string | null }
-interface Check { name: string; ok: boolean; detail: string }
+interface Check { name: string; ok: boolean; status?: 'ok' | 'warn' | 'fail'; detail: string }
 
 export function Operator() {
   return (
@@ -60,7 +60,7 @@ function Doctor() {
       <ErrorNotice error={d.error} />
       {!d.data && !d.error && <p class="muted">Running checks…</p>}
       {d.data && <ul class="checks-list" aria-label="Doctor checks">{d.data.checks.map((c) => (
-        <li key={c.name} class={c.ok ? 'ok' : 'bad'}><Badge value={c.ok ? 'ok' : 'failed'} /> <strong>{c.name}</strong> <span class="small">{c.detail}</span></li>
+        <li key={`${c.name} ${c.detail}`}><Badge value={c.status === 'warn' ? 'warning' : c.ok ? 'ok' : 'failed'} /> <strong>{c.name}</strong> <span class="small">{c.detail}</span></li>
       ))}</ul>}
       <ActionButton onAction={d.reload}>Run again</ActionButton>
     </Card>
@@ -94,8 +94,8 @@ function Users() {
       </form>
       <ErrorNotice error={error || users.error} />
       {link && <Notice kind="success">Send this one-time link to the user (valid 24 hours): <code class="wrap">{link}</code> <CopyButton text={link} label="Copy link" /></Notice>}
-      {users.data && <div class="table-wrap"><table class="list" aria-label="Users"><thead><tr><th scope="col">Email</th><th scope="col">Role</th><th scope="col">Account</th><th scope="col"><span class="offscreen">Actions</span></th></tr></thead>
-        <tbody>{users.data.data.map((u) => <tr key={u.id}><td>{u.email}</td><td>{u.role}</td><td>{u.account ?? '—'}</td>
+      {users.data && <div class="table-wrap"><table class="list" aria-label="Users"><thead><tr><th scope="col">Email</th><th scope="col">Role</th><th scope="col">Account</th><th scope="col">Password</th><th scope="col"><span class="offscreen">Actions</span></th></tr></thead>
+        <tbody>{users.data.data.map((u) => <tr key={u.id}><td>{u.email}</td><td>{u.role}</td><td>{u.account ?? '—'}</td><td>{u.password_set === false ? <Badge value="pending" /> : 'active'}</td>
           <td><ActionButton kind="danger" confirm={`Delete ${u.email}? Their sessions end at once.`} onAction={async () => { await api.del(`/v1/operator/users/${u.id}`); await users.reload(); }}>Delete</ActionButton></td></tr>)}</tbody></table></div>}
     </Card>
   );
