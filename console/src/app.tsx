@@ -4,7 +4,7 @@
  * admins and the current screen.
  */
 import { useEffect, useState } from 'preact/hooks';
-import { onSessionEnded, setActingAccount, getActingAccount, getViewMode, setViewMode } from './api/client';
+import { api, onSessionEnded, setActingAccount, getActingAccount, getViewMode, setViewMode } from './api/client';
 import { loadSession, signOut, type Session } from './api/session';
 import { href, useRoute, type Route } from './router';
 import { SignIn } from './screens/sign-in';
@@ -58,8 +58,17 @@ function Shell({ session, route, onSignedOut }: { session: Session; route: Route
     sessionStorage.setItem('pigeon.account', name);
     setAccount(name);
   };
-  const switchMode = (next: 'live' | 'test') => {
+  const [modeNote, setModeNote] = useState('');
+  const switchMode = async (next: 'live' | 'test') => {
     setViewMode(next);
+    setModeNote('');
+    // A server that does not act on X-Pigeon-Mode would show live data under a Sandbox label: ask it which mode it used.
+    const used = next === 'test' ? await api.get<{ key: { mode: string } }>('/v1/account').then((a) => a.key.mode, () => 'live') : 'live';
+    if (used !== next) {
+      setViewMode('live');
+      setModeNote('This appliance does not offer the sandbox view to console sessions; showing live data.');
+      next = 'live';
+    }
     sessionStorage.setItem('pigeon.mode', next);
     setMode(next);
   };
@@ -83,7 +92,7 @@ function Shell({ session, route, onSignedOut }: { session: Session; route: Route
           ) : <span class="account-name">{account}</span>}
           <label class="switcher">
             <span>Mode</span>
-            <select value={mode} onChange={(e) => switchMode((e.target as HTMLSelectElement).value === 'test' ? 'test' : 'live')}>
+            <select value={mode} onChange={(e) => void switchMode((e.target as HTMLSelectElement).value === 'test' ? 'test' : 'live')}>
               <option value="live">Live</option>
               <option value="test">Sandbox</option>
             </select>
@@ -100,6 +109,7 @@ function Shell({ session, route, onSignedOut }: { session: Session; route: Route
         </ul>
       </nav>
       <main id="main" key={`${account}/${mode}`} class={mode === 'test' ? 'sandbox' : undefined}>
+        {modeNote && <p class="sandbox-banner" role="status">{modeNote}</p>}
         {mode === 'test' && <p class="sandbox-banner" role="note">Sandbox: messages, webhooks and keys of the sandbox (test keys); nothing here is delivered.</p>}
         <Screen route={route} session={session} />
       </main>
