@@ -30,7 +30,7 @@ test('the OpenAPI document describes every send field, the message record and th
       assert.ok(get.properties?.[f], `message record has ${f}`);
     }
     const list = doc.paths['/v1/messages'].get;
-    assert.deepEqual(list.parameters.map((p: { name: string }) => p.name).sort(), ['created_after', 'created_before', 'cursor', 'from', 'limit', 'status', 'tag', 'to']);
+    assert.deepEqual(list.parameters.map((p: { name: string }) => p.name).sort(), ['created_after', 'created_before', 'cursor', 'from', 'limit', 'q', 'status', 'tag', 'to']);
     assert.equal(doc.paths['/v1/messages/{id}'].delete['x-required-scope'], 'messages:send');
     assert.equal(doc.paths['/v1/templates'].post['x-pigeon-extension'], true);
     assert.ok(doc.paths['/v1/templates/{id}'].delete);

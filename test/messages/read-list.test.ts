@@ -45,7 +45,7 @@ test('GET /v1/messages/{id} shows the record with its attempts and events', asyn
   assert.equal(m.created_at, '2026-01-05T09:00:00.000Z');
   assert.equal(m.delivered_at, '2026-01-05T09:00:01.000Z');
   assert.equal(m.sent_at, '2026-01-05T09:00:00.900Z');
-  assert.deepEqual(m.attempts, [{ attempted_at: '2026-01-05T09:00:01.000Z', mx_host: 'mx.example.org', source_ip: '127.0.0.1', tls: true, smtp_code: 250, enhanced_code: '2.0.0', response: '250 2.0.0 OK', outcome: 'delivered', duration_ms: 12 }]);
+  assert.deepEqual(m.attempts, [{ attempted_at: '2026-01-05T09:00:01.000Z', mx_host: 'mx.example.org', source_ip: '127.0.0.1', tls: true, smtp_code: 250, enhanced_code: '2.0.0', response: '250 2.0.0 OK', outcome: 'delivered', duration_ms: 12, transcript: null }]);
   assert.deepEqual(m.events.map((e: { type: string }) => e.type), ['message.queued', 'message.delivered']);
   assert.equal((await app.api.get('/v1/messages/msg_00000000000000000000000000')).status, 404);
 });

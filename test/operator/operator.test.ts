@@ -119,6 +119,9 @@ describe('operator routes', () => {
     const start = await admin.post('/v1/operator/ip-pools/default/warmup/start', { schedule: [10, 20] });
     assert.equal(start.status, 200, start.text);
     assert.deepEqual(start.body.data.map((ip: { address: string; warmup: { status: string; today_cap: number } }) => [ip.address, ip.warmup.status, ip.warmup.today_cap]), [['127.0.0.1', 'warming', 10]]);
+    const overview = (await admin.get('/v1/overview')).body;
+    assert.deepEqual(overview.warmup.map((w: Record<string, unknown>) => [w.pool, w.ip, w.day, w.cap, w.status]), [['default', '127.0.0.1', 1, 10, 'warming']]);
+    assert.equal(typeof overview.warmup[0].sent_today, 'number');
     assert.equal((await admin.post('/v1/operator/ip-pools/default/warmup/pause')).body.data[0].warmup.status, 'paused');
     assert.equal((await admin.post('/v1/operator/ip-pools/default/warmup/stop')).body.data[0].warmup.status, 'warm');
     assert.equal((await admin.post('/v1/operator/ip-pools/default/warmup/resume')).status, 409, 'nothing in warm-up');
