@@ -11,6 +11,7 @@ COPY bench ./bench
 COPY migrations ./migrations
 COPY config ./config
 COPY bin ./bin
+COPY console ./console
 # npm ci runs `prepare`, which compiles to dist/; sqlite3 is built from source (allowScripts).
 RUN npm ci && npm prune --omit=dev
 
@@ -26,6 +27,7 @@ COPY --from=build /app/package.json ./
 COPY migrations ./migrations
 COPY config ./config
 COPY bin ./bin
+COPY console ./console
 # Container defaults (listen on all interfaces, data on the volume); mount your own file over it.
 COPY config/docker.json /etc/pigeon/pigeon.json
 USER pigeon

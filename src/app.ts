@@ -22,6 +22,7 @@ import { SecuritySettings } from './auth/settings';
 import { AuthFailureLimiter, TokenBuckets } from './auth/rate-limit';
 import { bootstrapIfEmpty } from './auth/bootstrap';
 import { createHttpApp } from './http/server';
+import { consoleStatic } from './http/console-static';
 import { addEventSink } from './events/record';
 import { Listener, MODULES, Worker } from './modules';
 
@@ -86,7 +87,7 @@ export async function createApp(input: Config | ConfigInput = {}, options: AppOp
     await Promise.all([reader.destroy(), db.destroy()]);
     throw err;
   }
-  const handle = createHttpApp(deps, MODULES.flatMap((m) => (m.routes ? [m.routes] : []))).callback();
+  const handle = createHttpApp(deps, MODULES.flatMap((m) => (m.routes ? [m.routes] : []))).use(consoleStatic()).callback();
   let stopping = false;
   const server = http.createServer((req, res) => {
     // Once stopping, keep-alive clients are told to reconnect elsewhere, so their connections end and the
