@@ -2,8 +2,9 @@
  * A console session as an API caller. The cookie names a session, the session
  * a user; the user acts for one account at a time (a member for their own, an
  * admin for the one named by X-Pigeon-Account, else their home account, else
- * the first account) with a live mode and every scope, so every /v1 route
- * treats it exactly like a live key of that account. Requests that change
+ * the first account) with every scope, in live mode (or sandbox mode when the
+ * request says `X-Pigeon-Mode: test`), so every /v1 route treats it exactly
+ * like a key of that account and mode. Requests that change
  * anything must echo the session's CSRF token in X-CSRF-Token.
  */
 import type { Context } from 'koa';
@@ -18,6 +19,8 @@ import { getUser, User } from './store';
 
 export const ACCOUNT_HEADER = 'x-pigeon-account';
 export const CSRF_HEADER = 'x-csrf-token';
+/** `test` makes a session request a sandbox caller (the console's sandbox view); absent or `live`: live. */
+export const MODE_HEADER = 'x-pigeon-mode';
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 /** Accounts listed for an admin's account switcher at most. */
 const ACCOUNTS_LISTED_MAX = 1000;
@@ -74,9 +77,19 @@ export async function sessionCaller(deps: SessionDeps, ctx: Context): Promise<Ca
     throw new ApiError(429, 'rate_limit_error', 'rate_limited', 'too many requests for this session', undefined, undefined, { 'Retry-After': String(bucket.retryAfterSeconds) });
   }
   return {
-    accountId: account.id, accountName: account.name, keyId: user.id, mode: 'live', scopes: [...SCOPES],
+    accountId: account.id, accountName: account.name, keyId: user.id, mode: sessionMode(ctx.get(MODE_HEADER)), scopes: [...SCOPES],
     user: { id: user.id, email: user.email, role: user.role },
   };
+}
+
+/**
+ * The mode a session request acts in. A sandbox session is what a sandbox key is (live-only routes refuse it,
+ * it sees only sandbox messages and webhooks), so asking for it never widens what the user may do.
+ */
+function sessionMode(header: string): 'live' | 'test' {
+  if (header === '' || header === 'live') return 'live';
+  if (header === 'test') return 'test';
+  throw new ApiError(400, 'invalid_request_error', 'invalid_mode', 'X-Pigeon-Mode is `live` or `test`', MODE_HEADER);
 }
 
 /** The account a user acts for: 403 for a member naming another account, 404 for an unknown name. */

@@ -64,9 +64,8 @@ describe('console: admin in Chromium', { skip: skipBrowser }, () => {
     assert.equal(await table.getByRole('cell', { name: 'imported from old ESP' }).count(), 1);
   });
 
-  // Sessions act as live callers; seeing the sandbox needs X-Pigeon-Mode: test on session requests (asked of the
-  // session API, not built yet). Until then this runs as a todo: its result is reported, not counted.
-  it('shows a sandbox message sent through the API as it arrives, and its attempt and events', { todo: 'sessions do not honour X-Pigeon-Mode yet' }, async () => {
+  // The Sandbox switch sends X-Pigeon-Mode: test, so the session acts as a sandbox caller and sees sandbox mail.
+  it('shows a sandbox message sent through the API as it arrives, and its attempt and events', async () => {
     const { page } = browser;
     await page.getByLabel('Mode').selectOption('test');
     await page.getByRole('link', { name: 'Messages' }).click();
@@ -84,7 +83,7 @@ describe('console: admin in Chromium', { skip: skipBrowser }, () => {
     await attempt.waitFor();
     assert.match(await attempt.textContent() ?? '', /sandbox\.pigeon\.invalid/);
     const events = page.getByRole('list', { name: 'Events' });
-    await events.getByText('delivered').waitFor();
+    await events.getByText('delivered', { exact: true }).waitFor();
     assert.match(await events.textContent() ?? '', /queued.*sent.*delivered/s);
   });
 

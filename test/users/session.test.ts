@@ -177,6 +177,25 @@ describe('console sessions', () => {
     const expired = await anon.post('/v1/session/password', { token: late.setPasswordUrl!.split('/').pop(), password: 'a new long password' });
     assert.equal(expired.status, 422);
   });
+
+  test('X-Pigeon-Mode: test makes a session a sandbox caller: sandbox messages only, live-only routes refused; other values are 400', async () => {
+    const client = await signedIn(app, 'member@example.com');
+    const sandbox = { 'x-pigeon-mode': 'test' };
+    const sent = await app.api.post('/v1/messages/send', { from: 'app@example.com', to: ['mode@example.org'], subject: 'Sandbox', text: 'x' });
+    assert.equal(sent.status, 202, sent.text);
+    const id = sent.body.data[0].id;
+    assert.equal((await client.get(`/v1/messages/${id}`)).status, 404, 'a live session does not see sandbox mail');
+    const seen = await client.get(`/v1/messages/${id}`, sandbox);
+    assert.equal(seen.status, 200, seen.text);
+    assert.equal(seen.body.mode, 'test');
+    const keys = await client.post('/v1/api-keys', { name: 'from sandbox', mode: 'live', scopes: ['messages:send'] }, sandbox);
+    assert.equal(keys.status, 403);
+    assert.equal(keys.body.error.code, 'live_key_required');
+    const bogus = await client.get('/v1/account', { 'x-pigeon-mode': 'admin' });
+    assert.equal(bogus.status, 400);
+    assert.equal(bogus.body.error.code, 'invalid_mode');
+  });
+
 });
 
 describe('sign-in throttling', () => {
