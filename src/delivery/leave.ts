@@ -11,7 +11,7 @@
  * next_attempt_at, which every outcome sets. Numbers are CAST in the VALUES
  * list so the statement types the same on SQLite and PostgreSQL.
  */
-import type { Tx } from '../db';
+import { rawRows, type Tx } from '../db';
 
 export interface LeaveUpdate {
   status: string;
@@ -71,7 +71,7 @@ export async function leaveAll(trx: Tx, rows: readonly LeaveRow[]): Promise<Set<
   const ours = new Set<string>();
   for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) {
     const chunk = rows.slice(i, i + ROWS_PER_STATEMENT);
-    const changed: Array<{ id: string }> = await trx.raw(leaveSql(chunk.length), chunk.flatMap(bindings));
+    const changed = rawRows<{ id: string }>(await trx.raw(leaveSql(chunk.length), chunk.flatMap(bindings)));
     for (const r of changed) ours.add(r.id);
   }
   return ours;

@@ -10,7 +10,7 @@
  */
 import crypto from 'node:crypto';
 import type { Db, Queryable } from '../db';
-import { fromJson } from '../db';
+import { fromJson, isPostgres } from '../db';
 import type { Job } from './types';
 
 /** Statuses a row can be claimed from (a `sending` row only once its lease has expired). */
@@ -45,6 +45,8 @@ export async function claim(db: Queryable, input: { owner: string; now: number; 
     .where((q) => q.whereNull('lease_owner').orWhere('lease_expires_at', '<', now))
     .orderBy('next_attempt_at')
     .limit(limit);
+  // Several nodes on PostgreSQL: rows another node is claiming now are skipped instead of waited for.
+  if (isPostgres(db)) due.forUpdate().skipLocked();
   const rows = await db('messages')
     .whereIn('id', due)
     .update({ status: 'sending', lease_owner: owner, lease_expires_at: now + leaseMs, updated_at: now })
