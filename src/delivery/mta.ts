@@ -123,10 +123,8 @@ export class Mta implements Worker, HandoffTaker {
       // A look on the reader first: the claim, a write, only when something is due (a test's clock moves
       // without our timers, so the drained flag cannot tell).
       const at = await nextWakeAt(this.reader);
-      // A pump that ran meanwhile (start's kick) may hold claimed jobs not yet in flight: wait, look again.
-      if (this.pumping) continue;
       if (at === null || at > this.deps.clock.now()) return;
-      if ((await this.claimAndLaunch()) === 0 && !this.inflight.size && !this.pumping) return;
+      if ((await this.claimAndLaunch()) === 0 && !this.inflight.size) return;
     }
   }
 
