@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import type { DestinationStream } from 'pino';
 import { Clock, systemClock } from './clock';
 import { Config, ConfigInput, parseConfig } from './config';
-import { Db, migrateLatest, openDatabase } from './db';
+import { Db, isPostgres, migrateLatest, openDatabase } from './db';
 import { attachReader, openReader } from './db/reader';
 import { Writer } from './db/writer';
 import type { AppDeps } from './deps';
@@ -130,7 +130,7 @@ function createWriter(db: Db, config: Config, metrics: Metrics, log: Logger): Wr
   });
   return new Writer(db, {
     maxWeight: groupCommit ? groupCommitMaxMessages : 1, windowMs: groupCommitWindowMs, onCommit: (_n, w) => weight.observe(w),
-    checkpointMs: 1000, onCheckpointError: (err) => log.warn({ err }, 'WAL checkpoint failed; the next one will try again'),
+    checkpointMs: isPostgres(db) ? 0 : 1000, onCheckpointError: (err) => log.warn({ err }, 'WAL checkpoint failed; the next one will try again'),
   });
 }
 

@@ -262,11 +262,21 @@ export const configSchema = z.strictObject({
     token: z.string().default('')
       .describe('When set, /metrics requires "Authorization: Bearer <token>" (set it before binding beyond loopback).'),
   }).prefault({}).describe('Prometheus metrics.'),
+  node: z.strictObject({
+    id: z.string().max(64).regex(/^[A-Za-z0-9._-]*$/, 'letters, digits, ".", "_" and "-" only').default('')
+      .describe('This node\'s name when several nodes share one PostgreSQL database (it marks the leases this node holds); empty uses the hostname.'),
+  }).prefault({}).describe('This node, when several share a database (README "Running several nodes").'),
   database: z.strictObject({
+    client: z.enum(['sqlite', 'postgres']).default('sqlite')
+      .describe('sqlite: one file in dataDir, one node. postgres: the database at database.url, shared by one or more nodes.'),
+    url: z.string().default('')
+      .describe('postgres:// URL of the database when database.client is postgres; the environment variable PIGEON_DATABASE_URL overrides it.'),
+    poolSize: z.number().int().min(2).max(100).default(10)
+      .describe('PostgreSQL connections of the writer pool (the reader has 2 more; one more is held for the background-work election).'),
     synchronous: z.enum(['FULL', 'NORMAL']).default('FULL')
       .describe('SQLite fsync policy. FULL: a committed message survives power loss; NORMAL: survives a crash only.'),
     busyTimeoutMs: z.number().int().positive().default(5000).describe('Wait for a lock held by another process (e.g. the CLI).'),
-  }).prefault({}).describe('SQLite storage.'),
+  }).prefault({}).describe('Storage: SQLite (the default) or PostgreSQL.'),
 });
 
 export type Config = z.infer<typeof configSchema>;

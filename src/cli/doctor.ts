@@ -23,15 +23,18 @@ export interface CheckResult {
 export type Check = (config: Config) => Promise<CheckResult[]>;
 
 async function checkDatabase(config: Config): Promise<CheckResult[]> {
-  const db = openDatabase(config);
+  let db;
   try {
+    db = openDatabase(config);
     await migrateLatest(db);
     await db.raw('select 1');
-    return [{ name: 'database', status: 'ok', detail: `SQLite under ${config.dataDir} is reachable and migrated` }];
+    const where = config.database.client === 'postgres' ? 'PostgreSQL (database.url / PIGEON_DATABASE_URL)' : `SQLite under ${config.dataDir}`;
+    return [{ name: 'database', status: 'ok', detail: `${where} is reachable and migrated` }];
   } catch (err) {
-    return [{ name: 'database', status: 'fail', detail: `cannot open the database: ${(err as Error).message}; check dataDir permissions` }];
+    const hint = config.database.client === 'postgres' ? 'check database.url or PIGEON_DATABASE_URL and that the server accepts this host' : 'check dataDir permissions';
+    return [{ name: 'database', status: 'fail', detail: `cannot open the database: ${(err as Error).message}; ${hint}` }];
   } finally {
-    await db.destroy();
+    await db?.destroy();
   }
 }
 

@@ -53,7 +53,12 @@ export class WriteBuffer {
   /** Writes everything kept, inserts first (in first-written order), then counters. */
   async flush(trx: Tx): Promise<void> {
     for (const [table, rows] of this.inserts) await insertChunked(trx, table, rows);
-    for (const [table, t] of this.counters) await upsertAdd(trx, table, t.key, [...t.rows.values()], [...t.metrics]);
+    // Counter rows in key order: two nodes' writers adding to the same rows lock them in the same order, so
+    // they wait for each other instead of deadlocking (PostgreSQL; SQLite has one writer).
+    for (const [table, t] of this.counters) {
+      const rows = [...t.rows.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, row]) => row);
+      await upsertAdd(trx, table, t.key, rows, [...t.metrics]);
+    }
     this.inserts.clear();
     this.counters.clear();
   }

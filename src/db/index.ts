@@ -1,5 +1,6 @@
 /**
- * The database handle. SQLite through knex: WAL so the CLI and readers work
+ * The database handle: SQLite by default, PostgreSQL when database.client
+ * says so (postgres.ts has what differs there). SQLite through knex: WAL so the CLI and readers work
  * while the server writes, foreign keys on, a busy timeout so a second process
  * waits for a lock instead of failing, and the configured fsync policy.
  * Migrations live in /migrations and run at start and by `pigeon migrate`.
@@ -16,6 +17,7 @@ import path from 'node:path';
 import knex, { Knex } from 'knex';
 import type { Config } from '../config';
 import { ensurePrivateDir, ensurePrivateFile } from '../util/private-fs';
+import { postgresKnex, postgresUrl } from './postgres';
 
 export type Db = Knex;
 export type Tx = Knex.Transaction;
@@ -33,6 +35,7 @@ export function databaseFile(config: Config): string {
  * keep SQLite's automatic one, since no timer runs for them.
  */
 export function openDatabase(config: Config, filename = databaseFile(config), options: { autoCheckpoint?: boolean } = {}): Db {
+  if (config.database.client === 'postgres') return postgresKnex(postgresUrl(config), config.database.poolSize, MIGRATIONS_DIR);
   const autoCheckpoint = options.autoCheckpoint ?? true;
   // 0700 directory, 0600 database (and so -wal/-shm), whatever the umask.
   ensurePrivateDir(path.dirname(filename));
@@ -62,6 +65,16 @@ export function sqliteKnex(filename: string, connections: number, pragmas: strin
     },
     migrations: { directory: MIGRATIONS_DIR, loadExtensions: ['.js'] },
   });
+}
+
+/** True on PostgreSQL (a handle or a transaction of one): for the few statements that differ. */
+export function isPostgres(db: Queryable): boolean {
+  return (db.client as { config: { client: unknown } }).config.client === 'pg';
+}
+
+/** knex.raw answers the rows as an array on SQLite and as `{ rows }` on PostgreSQL. */
+export function rawRows<T>(result: unknown): T[] {
+  return Array.isArray(result) ? (result as T[]) : ((result as { rows?: T[] }).rows ?? []);
 }
 
 export async function migrateLatest(db: Db): Promise<string[]> {

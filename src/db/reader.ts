@@ -11,7 +11,8 @@
  * which keeps reads inside a transaction consistent with its writes.
  */
 import type { Config } from '../config';
-import { CACHE_PRAGMAS, databaseFile, Db, Queryable, sqliteKnex } from './index';
+import { CACHE_PRAGMAS, databaseFile, Db, MIGRATIONS_DIR, Queryable, sqliteKnex } from './index';
+import { postgresKnex, postgresUrl } from './postgres';
 
 /**
  * Two connections: a cache miss of the auth or send path (one indexed read) need not wait behind a GET's
@@ -21,6 +22,7 @@ import { CACHE_PRAGMAS, databaseFile, Db, Queryable, sqliteKnex } from './index'
 export const READER_CONNECTIONS = 2;
 
 export function openReader(config: Config, filename = databaseFile(config)): Db {
+  if (config.database.client === 'postgres') return postgresKnex(postgresUrl(config), READER_CONNECTIONS, MIGRATIONS_DIR, true);
   // journal_mode is a property of the file (the writer set WAL); query_only makes a stray write fail loudly.
   return sqliteKnex(filename, READER_CONNECTIONS, `PRAGMA query_only = ON; PRAGMA busy_timeout = ${config.database.busyTimeoutMs}; ${CACHE_PRAGMAS}`);
 }

@@ -11,7 +11,7 @@
  * next_attempt_at, which every outcome sets. Numbers are CAST in the VALUES
  * list so the statement types the same on SQLite and PostgreSQL.
  */
-import type { Tx } from '../db';
+import { rawRows, type Tx } from '../db';
 
 export interface LeaveUpdate {
   status: string;
@@ -71,8 +71,8 @@ export async function leaveAll(trx: Tx, rows: readonly LeaveRow[]): Promise<Set<
   const ours = new Set<string>();
   for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) {
     const chunk = rows.slice(i, i + ROWS_PER_STATEMENT);
-    const result: Array<{ id: string }> | { rows: Array<{ id: string }> } = await trx.raw(leaveSql(chunk.length), chunk.flatMap(bindings));
-    for (const r of Array.isArray(result) ? result : result.rows) ours.add(r.id); // sqlite3 answers rows, pg a result
+    const changed = rawRows<{ id: string }>(await trx.raw(leaveSql(chunk.length), chunk.flatMap(bindings)));
+    for (const r of changed) ours.add(r.id);
   }
   return ours;
 }

@@ -16,7 +16,7 @@ import { unchanged } from './content';
 import { noSigningKeys } from './dkim';
 import type { DeliveryMetrics } from './metrics';
 import { deliver, type PipelineDeps } from './pipeline';
-import { claim, newLeaseOwner, nextWakeAt, pausedDestinations, releaseStaleLeases, toJob, type MessageRow } from './queue';
+import { claim, newLeaseOwner, nextWakeAt, nodeId, pausedDestinations, releaseStaleLeases, toJob, type MessageRow } from './queue';
 import type { Grant, HandoffTaker } from './handoff';
 import { recordOutcome, type Recorded } from './record';
 import type { Signer } from './signer';
@@ -36,7 +36,7 @@ export class Mta implements Worker, HandoffTaker {
   readonly hooks: DeliveryHooks;
   readonly pool: SmtpPool;
   readonly metrics: DeliveryMetrics;
-  private readonly owner = newLeaseOwner();
+  private readonly owner: string;
   private readonly pipeline: PipelineDeps;
   private readonly transact: Transact;
   private readonly submit: Submit;
@@ -70,6 +70,7 @@ export class Mta implements Worker, HandoffTaker {
     private readonly deps: AppDeps,
     hooks: Partial<DeliveryHooks> = {},
   ) {
+    this.owner = newLeaseOwner(nodeId(deps.config));
     this.transact = (work) => deps.writer.run(work);
     this.submit = (kind, item) => deps.writer.batch(kind, item);
     this.reader = deps.reader; // the app's read-only connections: WAL reads never queue behind the writer
@@ -88,7 +89,7 @@ export class Mta implements Worker, HandoffTaker {
       this.deps.signals.on('queueChanged', () => this.kick()),
       this.deps.signals.on('destinationsChanged', () => void this.loadPausedDestinations().then(() => this.kick())),
     ];
-    this.ready = releaseStaleLeases(this.deps.db, this.deps.clock.now()).then(
+    this.ready = releaseStaleLeases(this.deps.db, this.deps.clock.now(), nodeId(this.deps.config)).then(
       (n) => {
         if (n) this.deps.log.info({ messages: n }, 'returned messages left in flight by the previous run to the queue');
         // Only now: the release above would otherwise hand rows leased to us back to the queue.

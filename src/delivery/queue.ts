@@ -9,8 +9,10 @@
  * FOR UPDATE SKIP LOCKED; the rest is portable.
  */
 import crypto from 'node:crypto';
+import os from 'node:os';
+import type { Config } from '../config';
 import type { Db, Queryable } from '../db';
-import { fromJson } from '../db';
+import { fromJson, isPostgres } from '../db';
 import type { Job } from './types';
 
 /** Statuses a row can be claimed from (a `sending` row only once its lease has expired). */
@@ -25,22 +27,29 @@ export async function pausedDestinations(db: Queryable): Promise<Set<string>> {
   return new Set((await paused(db)).map((r: { domain: string }) => r.domain));
 }
 
-export const newLeaseOwner = (): string => `mta-${process.pid}-${crypto.randomBytes(6).toString('hex')}`;
+/** This node's name: node.id, or the hostname (README "Running several nodes"). */
+export const nodeId = (config: Config): string => config.node.id || os.hostname();
+
+/** `mta-<node>-<pid>-<nonce>`: the node part lets a restarted node find its own leases among other nodes'. */
+export const newLeaseOwner = (node: string): string => `mta-${node}-${process.pid}-${crypto.randomBytes(6).toString('hex')}`;
 
 /**
- * At start: rows left `sending` by a previous run return to the queue at once
- * (one MTA per database; its predecessor is gone). Delivery is at-least-once,
- * so a message that was on the wire when the process died may be sent again.
+ * At start: rows left `sending` by this node's previous run return to the
+ * queue at once (its predecessor is gone). On SQLite that is every `sending`
+ * row (one node per database); on PostgreSQL only this node's (lease owner
+ * `mta-<node>-…`), since other nodes' leases are alive or lapse by
+ * themselves. Delivery is at-least-once, so a message that was on the wire
+ * when the process died may be sent again.
  */
-export async function releaseStaleLeases(db: Db, now: number): Promise<number> {
-  return db('messages')
-    .where({ status: 'sending' })
-    .update({
-      status: db.raw("case when attempts > 0 then 'deferred' else 'queued' end"),
-      lease_owner: null,
-      lease_expires_at: null,
-      updated_at: now,
-    });
+export async function releaseStaleLeases(db: Db, now: number, node: string): Promise<number> {
+  const ours = db('messages').where({ status: 'sending' });
+  if (isPostgres(db)) ours.where('lease_owner', 'like', `mta-${node.replace(/[\\%_]/g, (c) => `\\${c}`)}-%`);
+  return ours.update({
+    status: db.raw("case when attempts > 0 then 'deferred' else 'queued' end"),
+    lease_owner: null,
+    lease_expires_at: null,
+    updated_at: now,
+  });
 }
 
 /** Claims up to `limit` due rows for `owner` and returns them as jobs. */
@@ -54,6 +63,8 @@ export async function claim(db: Queryable, input: { owner: string; now: number; 
     .whereNotIn('recipient_domain', paused(db))
     .orderBy('next_attempt_at')
     .limit(limit);
+  // Several nodes on PostgreSQL: rows another node is claiming now are skipped instead of waited for.
+  if (isPostgres(db)) due.forUpdate().skipLocked();
   const rows = await db('messages')
     .whereIn('id', due)
     .update({ status: 'sending', lease_owner: owner, lease_expires_at: now + leaseMs, updated_at: now })

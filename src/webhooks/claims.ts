@@ -8,7 +8,7 @@
  * next start on the same host.
  */
 import type { Knex } from 'knex';
-import type { Queryable } from '../db';
+import { isPostgres, rawRows, type Queryable } from '../db';
 
 export interface DueQuery {
   now: number;
@@ -25,7 +25,7 @@ export interface DueQuery {
  * (webhook_id, next_attempt_at), so a dead endpoint's thousands of due rows
  * cost nothing here.
  */
-function dueIds(q: DueQuery): { sql: string; bindings: Knex.Value[] } {
+function dueIds(q: DueQuery, lock = ''): { sql: string; bindings: Knex.Value[] } {
   const skip = q.skipWebhooks.length ? `AND w.id NOT IN (${q.skipWebhooks.map(() => '?').join(', ')})` : '';
   return {
     sql:
@@ -38,7 +38,7 @@ function dueIds(q: DueQuery): { sql: string; bindings: Knex.Value[] } {
          ORDER BY q.next_attempt_at LIMIT ?
       )
       AND w.enabled = ? ${skip}
-     ORDER BY d.next_attempt_at, d.id LIMIT ?`,
+     ORDER BY d.next_attempt_at, d.id LIMIT ? ${lock}`,
     bindings: [q.now, q.now, q.perWebhook, true, ...q.skipWebhooks, q.limit],
   };
 }
@@ -46,13 +46,15 @@ function dueIds(q: DueQuery): { sql: string; bindings: Knex.Value[] } {
 /** The search of a claim alone (the claim benchmark measures it). */
 export async function dueCandidates(db: Queryable, q: DueQuery): Promise<string[]> {
   const { sql, bindings } = dueIds(q);
-  const rows: Array<{ id: string }> = await db.raw(sql, bindings);
+  const rows = rawRows<{ id: string }>(await db.raw(sql, bindings));
   return rows.map((r) => r.id);
 }
 
 /** Takes the lease on a batch of due rows in one statement; returns the claimed rows' ids and webhooks. */
 export async function claimDue(db: Queryable, q: DueQuery, owner: string, leaseUntil: number): Promise<Array<{ id: string; webhookId: string }>> {
-  const { sql, bindings } = dueIds(q);
+  // Several nodes on PostgreSQL: a row another node is claiming right now is skipped, not waited for (nor
+  // claimed twice); OF d leaves the webhook rows unlocked, so both nodes can claim rows of one webhook.
+  const { sql, bindings } = dueIds(q, isPostgres(db) ? 'FOR UPDATE OF d SKIP LOCKED' : '');
   const rows = (await db('webhook_deliveries').whereRaw(`id IN (${sql})`, bindings)
     .update({ lease_owner: owner, lease_expires_at: leaseUntil }, ['id', 'webhook_id'])) as unknown as Array<{ id: string; webhook_id: string }>;
   return rows.map((r) => ({ id: r.id, webhookId: r.webhook_id }));

@@ -7,7 +7,7 @@ import { messageRow, pointMx, sendBatch, sendMessage, startWorld, statementsDuri
 
 /** Claim statements (the MTA's UPDATE … lease_owner … RETURNING) run on the writer while `work` runs. */
 async function claimsDuring(world: World, work: () => Promise<void>): Promise<number> {
-  return (await statementsDuring(world, work)).filter((sql) => /^update `messages` set `status` = \?, `lease_owner`/.test(sql)).length;
+  return (await statementsDuring(world, work)).filter((sql) => /^update [`"]messages[`"] set [`"]status[`"] = (\?|\$1), [`"]lease_owner/.test(sql)).length;
 }
 
 describe('hand-off from accept to the MTA', () => {

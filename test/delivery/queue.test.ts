@@ -6,7 +6,7 @@ import { Writable } from 'node:stream';
 import { createApp } from '../../src/app';
 import type { Mta } from '../../src/delivery/mta';
 import { ownBatch } from '../../src/delivery/commit';
-import { claim } from '../../src/delivery/queue';
+import { claim, newLeaseOwner, nodeId } from '../../src/delivery/queue';
 import { recordOutcome } from '../../src/delivery/record';
 import type { Outcome } from '../../src/delivery/types';
 import { scrapeMetrics, testConfig } from '../support/app';
@@ -27,7 +27,7 @@ describe('queue', () => {
     holdQueue(world); // keep the first MTA from picking it up
     const id = await sendMessage(world, { to: 'survivor@dest.test' });
     // What a process killed mid-send leaves behind: a live-looking lease of an owner that no longer exists.
-    await world.app.db('messages').where({ id }).update({ status: 'sending', lease_owner: 'mta-dead.1', lease_expires_at: world.clock.now() + 600_000 });
+    await world.app.db('messages').where({ id }).update({ status: 'sending', lease_owner: `${newLeaseOwner(nodeId(world.app.config))}.1`, lease_expires_at: world.clock.now() + 600_000 });
     await world.app.close();
 
     const restarted = await createApp(testConfig(dataDir, deliveryConfig(world.dns.address, sink.port)), { clock: world.clock, logStream: new Writable({ write: (_chunk, _enc, done) => done() }) });

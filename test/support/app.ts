@@ -2,6 +2,9 @@
  * Test harness for the appliance itself: createApp on port 0 with a fresh
  * temporary dataDir, a captured log, and a small JSON client with the
  * bootstrap sandbox key. Every test gets its own app and database.
+ *
+ * With PIGEON_TEST_DATABASE=postgres the same apps run on PostgreSQL
+ * (support/postgres.ts): a database per dataDir on the run's server.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -10,6 +13,7 @@ import { Writable } from 'node:stream';
 import { App, AppOptions, createApp } from '../../src/app';
 import type { ConfigInput } from '../../src/config';
 import { mergeDeep } from './merge';
+import { databaseFor, testPostgresAdminUrl } from './postgres';
 import { findAccountByName } from '../../src/auth/accounts';
 import { createKey as createKeyInDb } from '../../src/auth/keys';
 import { SCOPES, type Scope } from '../../src/auth/scopes';
@@ -34,10 +38,22 @@ export function testConfig(dataDir: string, overrides: ConfigInput = {}): Config
     metrics: { port: 0 },
     rateLimit: { requestsPerSecond: 10_000, burst: 10_000 },
   };
-  return mergeDeep(base, overrides) as ConfigInput;
+  return mergeDeep(mergeDeep(base, testDatabase(dataDir)), overrides) as ConfigInput;
+}
+
+/** True when this test run puts its apps on PostgreSQL. */
+export const onPostgres = process.env.PIGEON_TEST_DATABASE === 'postgres';
+
+/** The database part of a test config: nothing on SQLite (the file in dataDir); the dataDir's database on PostgreSQL. */
+function testDatabase(dataDir: string): ConfigInput {
+  if (!onPostgres) return {};
+  const adminUrl = process.env.PIGEON_TEST_POSTGRES_URL;
+  if (!adminUrl) throw new Error('PostgreSQL test run: call startTestApp (or await testPostgresAdminUrl()) before testConfig');
+  return { database: { client: 'postgres', url: databaseFor(adminUrl, dataDir) } };
 }
 
 export async function startTestApp(overrides: ConfigInput = {}, options: AppOptions = {}): Promise<TestApp> {
+  if (onPostgres) await testPostgresAdminUrl();
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'pigeon-test-'));
   const logs: string[] = [];
   const logStream = new Writable({
