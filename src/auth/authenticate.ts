@@ -56,12 +56,16 @@ export function rateLimitHeaders(state: BucketState): Record<string, string> {
 export type SecretOf = (ctx: Context) => string | undefined;
 export const bearerSecret: SecretOf = (ctx) => bearerToken(ctx.get('authorization'));
 
-export function createAuthenticator(deps: AuthDeps, secretOf: SecretOf = bearerSecret) {
+/**
+ * `allowSession`: whether a console session cookie may stand in for a key. Only the /v1 API allows it; the
+ * compatibility layers (some read the same Bearer header) are for API keys alone.
+ */
+export function createAuthenticator(deps: AuthDeps, secretOf: SecretOf = bearerSecret, options: { allowSession?: boolean } = {}) {
+  const allowSession = options.allowSession ?? secretOf === bearerSecret;
   return async function authenticate(ctx: Context, scope: Scope): Promise<Caller> {
     const state = ctx.state as RequestState;
     const secret = secretOf(ctx);
-    // A console session stands in for a key only on the /v1 API (bearer keys), never on the compatibility layers.
-    if (secret === undefined && secretOf === bearerSecret && hasSessionCookie(ctx)) return withScope(await sessionCaller(deps, ctx), scope);
+    if (secret === undefined && allowSession && hasSessionCookie(ctx)) return withScope(await sessionCaller(deps, ctx), scope);
     const key = secret === undefined ? unauthorized('missing_api_key', 'Authorization: Bearer <API key> is required') : await verifySecret(deps, secret);
     if (key instanceof ApiError) {
       const blocked = deps.failures.blockedFor(state.clientIp);

@@ -54,7 +54,7 @@ export interface CompatLayer {
 
 /** The layer's routes on `router` (prefixed /postmark etc. on the API port, bare on a layer's own listener). */
 export function mountLayer(router: Router, layer: CompatLayer, deps: AppDeps, routePrefix: string): void {
-  const authenticate = createAuthenticator(deps, layer.secretOf);
+  const authenticate = createAuthenticator(deps, layer.secretOf, { allowSession: false }); // API keys only
   for (const route of layer.routes(deps)) {
     const name = `${routePrefix}${route.path}`;
     const auth: Middleware = async (ctx, next) => {

@@ -16,6 +16,11 @@ import type { Queryable, Tx } from './index';
 
 /** Bound variables per statement: far under SQLite's 32,766 and PostgreSQL's 65,535. */
 const MAX_VARIABLES = 8000;
+/**
+ * Rows per insert statement at most: knex writes SQLite's multi-row insert as one compound SELECT
+ * (`select … union all select …`), which SQLite caps at 500 terms (SQLITE_MAX_COMPOUND_SELECT).
+ */
+const MAX_ROWS = 500;
 
 interface CounterTable {
   key: string[];
@@ -102,7 +107,7 @@ async function insertChunked(db: Queryable, table: string, rows: readonly object
     list.push(row);
   }
   for (const [shape, list] of byShape) {
-    const perStatement = Math.max(1, Math.floor(MAX_VARIABLES / Math.max(1, shape.split(',').length)));
+    const perStatement = Math.min(MAX_ROWS, Math.max(1, Math.floor(MAX_VARIABLES / Math.max(1, shape.split(',').length))));
     for (let i = 0; i < list.length; i += perStatement) await db(table).insert(list.slice(i, i + perStatement));
   }
 }

@@ -153,6 +153,8 @@ function requireMode(route: AnyRoute, caller: Caller): Caller {
   if (route.operatorOnly && caller.user?.role !== 'admin') {
     throw new ApiError(403, 'permission_error', 'operator_only', `${route.method.toUpperCase()} ${route.path} is for an admin signed in to the console; API keys cannot call it`);
   }
+  // Operator routes act on the whole appliance (shared addresses, every account's queue): never from a sandbox view.
+  if (route.operatorOnly && caller.mode !== 'live') throw liveKeyRequired(`${route.method.toUpperCase()} ${route.path}`);
   if (route.liveOnly && caller.mode !== 'live') throw liveKeyRequired(`${route.method.toUpperCase()} ${route.path}`);
   return caller;
 }

@@ -18,6 +18,11 @@ import { MAX_SEND_FACTOR } from './render-budget';
 import { sendBodySchema } from './schemas';
 
 export const MAX_BATCH_ITEMS = 500;
+/**
+ * Recipient copies of one batch request at most (items × their recipients): one request is one writer
+ * transaction and one rate-limit token, so it must not outweigh many other callers' sends.
+ */
+export const MAX_BATCH_COPIES = 2000;
 
 export interface ItemError {
   status: number;
@@ -55,12 +60,17 @@ async function prepareItems(deps: AppDeps, sender: Sender, items: unknown[]): Pr
   const schema = sendBodySchema(deps.config);
   const budget = deps.config.limits.maxMessageBytes * MAX_SEND_FACTOR;
   let total = 0;
+  let copies = 0;
   const out: Array<AcceptBatch | ItemError> = [];
   for (const item of items) {
     try {
       const parsed = schema.safeParse(item);
       if (!parsed.success) throw fromZodError(parsed.error, 422);
       const batch = await prepareSend(deps, sender, parsed.data);
+      copies += batch.messages.length;
+      if (copies > MAX_BATCH_COPIES) {
+        throw new ApiError(422, 'invalid_request_error', 'batch_too_large', `a batch may hold at most ${MAX_BATCH_COPIES} recipient copies in all; send the rest in another request`);
+      }
       total += batch.contents.reduce((n, c) => n + c.raw.length, 0);
       if (total > budget) {
         throw new ApiError(413, 'invalid_request_error', 'message_too_large', `the messages of this batch total more than ${budget} bytes; send fewer per request`);
@@ -94,6 +104,8 @@ async function run(deps: AppDeps, sender: Sender, items: unknown[], opts: BatchO
 }
 
 export async function sendBatch(deps: AppDeps, sender: Sender, items: unknown[], opts: BatchOptions = {}): Promise<BatchResult> {
+  // The routes' schemas bound this too; the service holds its own bound for every layer that calls it.
+  if (items.length > MAX_BATCH_ITEMS) throw new ApiError(422, 'invalid_request_error', 'too_many_items', `at most ${MAX_BATCH_ITEMS} items per batch`);
   if (opts.idempotencyKey === undefined) return { data: (await run(deps, sender, items, opts)).data, replayed: false };
   const scope = { ...sender, key: opts.idempotencyKey };
   // The hash names the batch API and its caller, so a single send's key and body never replay a batch answer.

@@ -2,7 +2,8 @@
  * The session cookie's Set-Cookie lines. HttpOnly (no script reads it),
  * SameSite=Strict (no other site's page sends it), Path=/ (the console and
  * /v1), and Secure when the request came over TLS (ctx.secure, which honours
- * X-Forwarded-Proto only with http.trustProxy) or console.secureCookies is set.
+ * X-Forwarded-Proto only with http.trustProxy), when http.publicUrl is https,
+ * or when console.secureCookies is set.
  * Written by hand: Koa's cookie helper refuses Secure on a plain-HTTP hop
  * behind a TLS proxy that does not say so.
  */
@@ -11,7 +12,8 @@ import type { Config } from '../config';
 import { SESSION_COOKIE } from './sessions';
 
 function attributes(ctx: Context, config: Config): string {
-  const secure = ctx.secure || config.console.secureCookies;
+  // An https publicUrl means the console is reached over TLS, even through a proxy that does not say so.
+  const secure = ctx.secure || config.console.secureCookies || /^https:/i.test(config.http.publicUrl);
   return `Path=/; HttpOnly; SameSite=Strict${secure ? '; Secure' : ''}`;
 }
 

@@ -28,9 +28,13 @@ const sessionView = z.object({ user: userSchema, csrf_token: z.string().describe
 
 const invalidCredentials = () => new ApiError(401, 'authentication_error', 'invalid_credentials', 'email or password is wrong');
 
+/** Password checks at once, all clients together: half of libuv's default pool of 4 stays free for SQLite. */
+const MAX_HASHES_AT_ONCE = 2;
+
 export function registerUserRoutes(api: ApiRouter, deps: AppDeps): void {
   const { db, clock, config } = deps;
   const throttle = new SignInThrottle(clock, config.console.signInMaxFailures, config.console.signInWindowMinutes * 60_000);
+  let hashing = 0; // password checks running now, all clients together
 
   api.add({
     method: 'post', path: '/v1/session', scope: null, tag: TAG, extension: true,
@@ -44,14 +48,21 @@ export function registerUserRoutes(api: ApiRouter, deps: AppDeps): void {
       const { clientIp } = ctx.state as RequestState;
       const wait = throttle.blockedFor(body.email, clientIp);
       if (wait) throw new ApiError(429, 'rate_limit_error', 'too_many_sign_in_failures', 'too many failed sign-ins: wait and try again', undefined, undefined, { 'Retry-After': String(wait) });
-      const user = await findUserByEmail(db, body.email);
-      // Hashes even for an unknown email, so both failures take as long.
-      const ok = await verifyPassword(body.password, user?.passwordHash ?? null);
-      if (!user || !ok || user.disabled) {
-        throttle.recordFailure(body.email, clientIp);
-        throw invalidCredentials();
+      // A password hash takes ~32 MiB and a thread of libuv's small pool, which SQLite's driver needs too.
+      if (hashing >= MAX_HASHES_AT_ONCE) throw new ApiError(429, 'rate_limit_error', 'sign_in_busy', 'too many sign-ins at once: try again in a moment', undefined, undefined, { 'Retry-After': '1' });
+      throttle.recordFailure(body.email, clientIp); // counted before the hash: parallel guesses cannot all pass the check
+      hashing++;
+      let user: Awaited<ReturnType<typeof findUserByEmail>>;
+      let ok: boolean;
+      try {
+        user = await findUserByEmail(db, body.email);
+        // Hashes even for an unknown email, so both failures take as long.
+        ok = await verifyPassword(body.password, user?.passwordHash ?? null);
+      } finally {
+        hashing--;
       }
-      throttle.recordSuccess(body.email);
+      if (!user || !ok || user.disabled) throw invalidCredentials();
+      throttle.recordSuccess(body.email, clientIp);
       await sweepSessions(db, clock.now(), sessionLimits(config)); // abandoned sessions go when someone signs in
       const { token, session } = await createSession(db, user.id, clock.now());
       setSessionCookie(ctx, config, token);

@@ -1,9 +1,13 @@
 /**
- * Sign-in throttling: failed sign-ins are counted per email address and per
- * client address (an IPv6 client by its /64) over a sliding window; at the
- * limit either one answers 429 with Retry-After until the oldest counted
- * failure leaves the window. Per email stops guessing one user's password
- * from many addresses; per address stops one client trying many users.
+ * Sign-in throttling: sign-in attempts are counted per (email, client) and per
+ * client address (an IPv6 client by its /64) over a sliding window, each one
+ * when it starts (before the password hash), so parallel requests cannot all
+ * pass the check before the first failure is counted; a success takes its own
+ * count back. At the limit either one answers 429 with Retry-After until the
+ * oldest counted attempt leaves the window. Per (email, client) rather than per
+ * email, so nobody can lock a user out from elsewhere by failing on purpose;
+ * guessing one user's password from many addresses is bounded by the global
+ * cap on password hashes at once (routes.ts) and the password rules.
  * In memory on purpose, like the API's failure limiter; each map holds at
  * most MAX_KEYS keys (least recently failed dropped first), each key at most
  * `maxFailures` timestamps.
@@ -12,6 +16,8 @@ import type { Clock } from '../clock';
 import { rateLimitKey } from '../net/client-key';
 import { LruMap } from '../util/lru';
 import { normalizeEmail } from './store';
+
+const pairKey = (email: string, client: string): string => `${normalizeEmail(email)} ${rateLimitKey(client)}`;
 
 export class SignInThrottle {
   static readonly MAX_KEYS = 10_000;
@@ -31,17 +37,20 @@ export class SignInThrottle {
 
   /** Seconds until a sign-in for this email from this client may be tried, or 0. */
   blockedFor(email: string, client: string): number {
-    return Math.max(this.wait(this.byEmail, normalizeEmail(email)), this.wait(this.byAddress, rateLimitKey(client)));
+    return Math.max(this.wait(this.byEmail, pairKey(email, client)), this.wait(this.byAddress, rateLimitKey(client)));
   }
 
+  /** Counts an attempt as failed from its start; `recordSuccess` takes it back. */
   recordFailure(email: string, client: string): void {
-    this.add(this.byEmail, normalizeEmail(email));
+    this.add(this.byEmail, pairKey(email, client));
     this.add(this.byAddress, rateLimitKey(client));
   }
 
-  /** A successful sign-in clears the email's count (the address keeps its own). */
-  recordSuccess(email: string): void {
-    this.byEmail.delete(normalizeEmail(email));
+  /** A successful sign-in clears the pair's count and takes back the address's count of this attempt. */
+  recordSuccess(email: string, client: string): void {
+    this.byEmail.delete(pairKey(email, client));
+    const list = this.byAddress.peek(rateLimitKey(client));
+    if (list?.length) list.pop();
   }
 
   private recent(map: LruMap<string, number[]>, key: string): number[] {

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { startTestApp, type TestApp } from '../support/app';
 import { counts, otherAccount, pauseDelivery } from '../messages/helpers';
 import { substitute } from '../../src/compat/sendgrid/translate';
+import { makeUser, signedIn } from '../support/console';
 
 let app: TestApp;
 before(async () => {
@@ -80,5 +81,17 @@ describe('compatibility layers under hostile input', () => {
     assert.equal(substitute('Hi -n-, -n-!', { '-n-': 'Ann' }, 100, 'p'), 'Hi Ann, Ann!');
     assert.equal(substitute('{{x}} stays', { '': 'never' }, 100, 'p'), '{{x}} stays');
     assert.throws(() => substitute('a'.repeat(1000), { a: 'b'.repeat(1000) }, 10_000, 'p'), /longer than 10000/);
+  });
+
+  it('a console session cookie (with its CSRF token) is no key on the SendGrid and Resend layers, which read the same Bearer header as /v1', async () => {
+    await makeUser(app, 'compat-admin@example.com', 'admin');
+    const session = await signedIn(app, 'compat-admin@example.com');
+    const headers = { cookie: session.cookie, 'x-csrf-token': session.csrf, 'content-type': 'application/json' };
+    const stored = await counts(app);
+    const viaSendgrid = await call('/sendgrid/v3/mail/send', JSON.stringify({ personalizations: [{ to: [{ email: 'a@example.org' }] }], from: { email: 'app@example.com' }, subject: 's', content: [{ type: 'text/plain', value: 'x' }] }), headers);
+    assert.equal(viaSendgrid.status, 401, viaSendgrid.text);
+    const viaResend = await call('/resend/emails', JSON.stringify({ from: 'app@example.com', to: 'a@example.org', subject: 's', text: 'x' }), headers);
+    assert.equal(viaResend.status, 401, viaResend.text);
+    assert.deepEqual(await counts(app), stored);
   });
 });

@@ -93,3 +93,22 @@ test('OpenAPI documents the batch endpoint with the send body as its item schema
   assert.ok(op.responses['200'].content['application/json'].schema);
   assert.ok(!Object.keys(doc.paths).some((p) => /postmark|resend|sendgrid/.test(p)), 'compatibility layers stay out of /v1 OpenAPI');
 });
+
+test('a batch of 550 copies (11 items × 50 recipients) is stored whole: inserts are split under SQLite\'s 500-term limit', async () => {
+  const before = await counts(app);
+  const items = Array.from({ length: 11 }, (_, i) => simpleSend({ to: Array.from({ length: 50 }, (_, j) => `r${i}-${j}@example.org`) }));
+  const res = await app.api.post('/v1/messages/batch', { messages: items });
+  assert.equal(res.status, 200, res.text);
+  assert.ok(res.body.data.every((d: { status: string }) => d.status === 'accepted'));
+  assert.equal((await counts(app)).messages - before.messages, 550);
+});
+
+test('a batch past 2,000 recipient copies in all: the item that passes the bound fails with batch_too_large, the rest are stored', async () => {
+  const before = await counts(app);
+  const items = Array.from({ length: 41 }, (_, i) => simpleSend({ to: Array.from({ length: 50 }, (_, j) => `s${i}-${j}@example.org`) }));
+  const res = await app.api.post('/v1/messages/batch', { messages: items });
+  assert.equal(res.status, 200, res.text);
+  assert.equal(res.body.data.filter((d: { status: string }) => d.status === 'accepted').length, 40);
+  assert.equal(res.body.data[40].error.code, 'batch_too_large');
+  assert.equal((await counts(app)).messages - before.messages, 2000);
+});

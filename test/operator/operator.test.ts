@@ -57,6 +57,13 @@ describe('operator routes', () => {
     assert.equal((await admin.post('/v1/operator/queue/dest.test/pause', {}, { 'x-csrf-token': '' })).status, 403, 'an admin needs the CSRF token too');
   });
 
+  test('an admin in the sandbox view (X-Pigeon-Mode: test) cannot pause a destination: operator routes act on live mail', async () => {
+    const res = await admin.post('/v1/operator/queue/gmail.test/pause', {}, { 'x-pigeon-mode': 'test' });
+    assert.equal(res.status, 403, res.text);
+    assert.equal(res.body.error.code, 'live_key_required');
+    assert.equal(await world.app.db('paused_destinations').count({ n: '*' }).first().then((r) => Number(r?.n)), 0);
+  });
+
   test('a paused destination is not delivered to until resumed; the queue shows it', async () => {
     const paused = await admin.post('/v1/operator/queue/DEST.test/pause');
     assert.equal(paused.status, 200, paused.text);

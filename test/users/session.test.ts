@@ -208,6 +208,21 @@ describe('sign-in throttling', () => {
   });
   after(() => app.stop());
 
+  test('forty parallel wrong guesses from one address: at most the allowed three reach the password check, the rest get 429', async () => {
+    const guesses = await Promise.all(Array.from({ length: 40 }, () => new ConsoleClient(app.http.url).signIn('b@example.com', 'a wrong guess!!')));
+    const statuses = guesses.map((g) => g.status);
+    assert.ok(statuses.filter((s) => s === 401).length <= 3, `401s: ${statuses.filter((s) => s === 401).length}`);
+    assert.equal(statuses.filter((s) => s === 401 || s === 429).length, 40);
+    clock.advance(15 * 60_000 + 1000);
+  });
+
+  test('failing on purpose as a user from elsewhere does not lock that user out of their own address', () => {
+    const throttle = new SignInThrottle(clock, 3, 15 * 60_000);
+    for (let i = 0; i < 3; i++) throttle.recordFailure('victim@example.com', '203.0.113.9');
+    assert.ok(throttle.blockedFor('victim@example.com', '203.0.113.9') > 0, 'the attacker is slowed');
+    assert.equal(throttle.blockedFor('victim@example.com', '198.51.100.7'), 0, 'the user, elsewhere, is not');
+  });
+
   test('after the failures allowed for one email, even the right password gets 429 until the window passes', async () => {
     const client = new ConsoleClient(app.http.url);
     for (let i = 0; i < 3; i++) assert.equal((await client.signIn('a@example.com', 'wrong password!')).status, 401);

@@ -19,7 +19,7 @@ export const personalization = z.strictObject({
 });
 
 export const mailSend = z.strictObject({
-  personalizations: z.array(personalization).min(1).max(1000),
+  personalizations: z.array(personalization).min(1).max(500), // Pigeon's batch bound (SendGrid allows 1000)
   from: address,
   reply_to: address.optional(),
   reply_to_list: z.array(address).optional(),
