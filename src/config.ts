@@ -252,7 +252,7 @@ export const configSchema = z.strictObject({
     sessionMaxHours: z.number().int().positive().default(168)
       .describe('A console session ends this long after sign-in, used or not.'),
     signInMaxFailures: z.number().int().positive().default(5)
-      .describe('Failed sign-ins per email address, and per client address, within signInWindowMinutes before sign-in answers 429.'),
+      .describe('Sign-in attempts per (email, client address), and per client address, within signInWindowMinutes before sign-in answers 429 (a success takes its own attempt back).'),
     signInWindowMinutes: z.number().int().positive().default(15)
       .describe('The window over which failed sign-ins are counted.'),
   }).prefault({}).describe('Web console: users\' sessions and sign-in throttling.'),

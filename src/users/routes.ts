@@ -40,8 +40,9 @@ export function registerUserRoutes(api: ApiRouter, deps: AppDeps): void {
     method: 'post', path: '/v1/session', scope: null, tag: TAG, extension: true,
     summary: 'Sign in to the console',
     description: 'Checks email and password and sets the `pigeon_session` cookie (HttpOnly, SameSite=Strict, Secure over TLS) to a new session. ' +
-      '401 invalid_credentials for an unknown email and a wrong password alike. After console.signInMaxFailures failures within ' +
-      'console.signInWindowMinutes for one email, or from one client address, 429 with Retry-After.',
+      '401 invalid_credentials for an unknown email and a wrong password alike. After console.signInMaxFailures attempts within ' +
+      'console.signInWindowMinutes for one email from one client, or from one client, 429 too_many_sign_in_failures with Retry-After; ' +
+      'with two password checks already running (all clients), 429 sign_in_busy with Retry-After: 1.',
     body: signInBody,
     responses: { 200: { description: 'Signed in', schema: sessionView } },
     async handler({ body, ctx }) {
