@@ -41,6 +41,7 @@ describe('webhook delivery', () => {
       assert.equal(req.headers['service-delivery-attempt'], '1');
       assert.match(req.headers['user-agent'] as string, /^Pigeon-Webhooks\/\d+\.\d+\.\d+$/);
 
+      await dispatch(app); // the answer is recorded after the receiver has the request: wait for that write
       const list = await app.api.get(`/v1/webhooks/${hook.id}/deliveries`);
       assert.equal(list.body.data[0].status, 'succeeded');
       assert.equal(list.body.data[0].attempt_log[0].status_code, 200);
