@@ -6,6 +6,7 @@
  */
 import type { AppDeps } from '../deps';
 import type { Worker } from '../modules';
+import { pollingWorker } from '../util/polling-worker';
 import { dueForRecheck } from './repository';
 import type { DomainsContext } from './service';
 import { verificationResolver, verifyDomain } from './verify';
@@ -19,14 +20,10 @@ export function createRecheckWorker(deps: AppDeps): Worker {
     db: deps.db, config: deps.config, clock: deps.clock, log: deps.log, signals: deps.signals,
     resolver: verificationResolver(deps.config),
   };
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<void> | undefined;
-  let stopping = false;
-
-  async function runDue(): Promise<void> {
+  async function runDue(stopping: () => boolean): Promise<void> {
     const seen = new Set<string>();
     for (;;) {
-      if (stopping) return;
+      if (stopping()) return;
       const now = deps.clock.now();
       const due = await dueForRecheck(
         deps.db,
@@ -42,21 +39,5 @@ export function createRecheckWorker(deps: AppDeps): Worker {
     }
   }
 
-  const run = (): Promise<void> => (running ??= runDue().finally(() => (running = undefined)));
-  const tick = () => void run().catch((err: Error) => deps.log.error({ err: err.message }, 'domain re-check failed'));
-
-  return {
-    name: 'domains-recheck',
-    start() {
-      stopping = false;
-      timer = setInterval(tick, POLL_MS);
-      timer.unref();
-    },
-    async stop() {
-      stopping = true;
-      if (timer) clearInterval(timer);
-      await running?.catch(() => undefined);
-    },
-    runOnce: run,
-  };
+  return pollingWorker({ name: 'domains-recheck', everyMs: POLL_MS, log: deps.log, failure: 'domain re-check failed', runDue });
 }

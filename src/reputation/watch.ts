@@ -19,6 +19,7 @@ import { createResolver, type DnsResolver } from '../dns/resolver';
 import { recordEvent } from '../events/record';
 import type { Tx } from '../db';
 import type { Worker } from '../modules';
+import { pollingWorker } from '../util/polling-worker';
 import { accountsUsing } from '../pools/lookup';
 import { lookupDnsbl, type DnsblResult } from './dnsbl';
 import { checkFcrdns, type FcrdnsResult } from './fcrdns';
@@ -34,10 +35,6 @@ export function createReputationWatch(deps: AppDeps): Worker {
   const cfg = deps.config.reputation;
   createReputationMetrics(deps);
   let lastRunAt: number | undefined;
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<void> | undefined;
-  let stopping = false;
-
   async function due(now: number): Promise<boolean> {
     if (lastRunAt === undefined) {
       const row = await deps.reader('ip_reputation').max({ at: 'checked_at' }).first();
@@ -46,13 +43,13 @@ export function createReputationWatch(deps: AppDeps): Worker {
     return now - lastRunAt >= cfg.intervalMinutes * MINUTE;
   }
 
-  async function runDue(): Promise<void> {
+  async function runDue(stopping: () => boolean): Promise<void> {
     const now = deps.clock.now();
     if (!cfg.enabled || !(await due(now))) return;
     lastRunAt = now;
     const resolver = createResolver(deps.config);
     for (const ip of deps.config.ips) {
-      if (stopping) return;
+      if (stopping()) return;
       const [listings, fcrdns] = await Promise.all([
         Promise.all(cfg.dnsblZones.map(async (zone) => [zone, await lookupDnsbl(resolver, ip.address, zone)] as const)),
         checkFcrdns(resolver as DnsResolver, ip),
@@ -62,25 +59,8 @@ export function createReputationWatch(deps: AppDeps): Worker {
     }
   }
 
-  const run = (): Promise<void> => (running ??= runDue().finally(() => (running = undefined)));
-  const tick = () => void run().catch((err: Error) => deps.log.error({ err: err.message }, 'reputation check failed'));
-
-  return {
-    name: 'reputation',
-    start() {
-      stopping = false;
-      if (!cfg.enabled) return;
-      // the first check comes with the first poll, a minute after the start, not in the rush of starting
-      timer = setInterval(tick, POLL_MS);
-      timer.unref();
-    },
-    async stop() {
-      stopping = true;
-      if (timer) clearInterval(timer);
-      await running?.catch(() => undefined);
-    },
-    runOnce: run,
-  };
+  // the first check comes with the first poll, a minute after the start
+  return pollingWorker({ name: 'reputation', everyMs: POLL_MS, enabled: cfg.enabled, log: deps.log, failure: 'reputation check failed', runDue });
 }
 
 /** Stores one address's results; returns how many events it recorded. */
