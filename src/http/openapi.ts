@@ -118,7 +118,7 @@ export function buildOpenApi(routes: AnyRoute[], publicUrl: string, version: str
         bearerAuth: { type: 'http', scheme: 'bearer', description: 'svc_test_… (sandbox) or svc_live_… (production) API key' },
         sessionCookie: {
           type: 'apiKey', in: 'cookie', name: 'pigeon_session',
-          description: 'A console session (POST /v1/session): acts as a live key with every scope for one account (X-Pigeon-Account); requests other than GET/HEAD also need X-CSRF-Token.',
+          description: 'A console session (POST /v1/session): acts as a live key with every scope for one account (X-Pigeon-Account), or as a sandbox key with X-Pigeon-Mode: test; requests other than GET/HEAD also need X-CSRF-Token. Not accepted by the compatibility layers.',
         },
       },
       schemas: { Error: errorSchema },
