@@ -8,7 +8,7 @@
  * that only this benchmark needs: rows that need a missing one say so and are
  * skipped. See docs/benchmarks.md.
  *
- *   npm run bench compare [-- --only=e2e,webhook,api,smtp,latency,queue,crash,statements]
+ *   npm run bench compare [-- --only=e2e,webhook,api,smtp,latency,queue,crash,statements,floor]
  *     [--rounds=2] [--seconds=8] [--messages=4000] [--connections=20] [--size=5120]
  *     [--rate=150] [--latency-messages=1500] [--queued=1000,1000000] [--burst=100]
  */
@@ -17,6 +17,7 @@ import { apiAccept, endToEnd, latency, smtpAccept, withWebhook } from './compare
 import { queued } from './compare-queue';
 import { statements } from './compare-statements';
 import { crash } from './compare-crash';
+import { stackFloor } from './compare-floor';
 
 export interface CompareOptions {
   only: string[];
@@ -48,6 +49,7 @@ const SECTIONS: Record<string, { title: string; tools: string[]; run: (o: Compar
   latency: { title: 'latency at a fixed offered rate (open loop)', tools: ['postfix'], run: latency },
   queue: { title: 'a deep queue with the MTA paused', tools: ['wrk'], run: queued },
   crash: { title: 'kill -9 mid-burst, then restart', tools: [], run: crash },
+  floor: { title: 'the stack\'s floor: Postfix, a database-less Node relay on the same libraries, and Pigeon, alternately', tools: ['postfix', 'smtp-source', 'smtp-sink', 'wrk'], run: stackFloor },
   statements: { title: 'SQL statements per message (in process, knex query events)', tools: [], run: statements },
 };
 

@@ -4,16 +4,14 @@
  * already holds.
  */
 import { parentPort } from 'node:worker_threads';
-import { makeSignatures, type SigningKey } from './dkim';
+import { makeSignatures } from './dkim';
+import type { SignAnswer, SignRequest } from './signer';
 
-interface Request {
-  id: number;
-  raw: Uint8Array;
-  key: SigningKey;
-  now: number;
-}
-
-parentPort?.on('message', (req: Request) => {
-  const raw = Buffer.from(req.raw.buffer, req.raw.byteOffset, req.raw.byteLength);
-  parentPort?.postMessage({ id: req.id, made: makeSignatures(raw, req.key, req.now) });
+// One message per turn of the main thread's event loop, carrying that turn's requests; one answer for them all.
+parentPort?.on('message', (batch: SignRequest[]) => {
+  const answers: SignAnswer[] = batch.map((req) => {
+    const raw = Buffer.from(req.raw.buffer, req.raw.byteOffset, req.raw.byteLength);
+    return { id: req.id, made: makeSignatures(raw, req.key, req.now) };
+  });
+  parentPort?.postMessage(answers);
 });
