@@ -130,6 +130,7 @@ function createWriter(db: Db, config: Config, metrics: Metrics, log: Logger): Wr
   });
   return new Writer(db, {
     maxWeight: groupCommit ? groupCommitMaxMessages : 1, windowMs: groupCommitWindowMs, onCommit: (_n, w) => weight.observe(w),
+    counterFlushMs: config.database.counterFlushMs ?? (isPostgres(db) ? 1000 : 0),
     checkpointMs: isPostgres(db) ? 0 : 1000, onCheckpointError: (err) => log.warn({ err }, 'WAL checkpoint failed; the next one will try again'),
   });
 }

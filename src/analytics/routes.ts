@@ -77,6 +77,7 @@ export function registerAnalyticsRoutes(api: ApiRouter, deps: AppDeps): void {
     responses: { 200: { description: 'Totals and rates', schema: z.object({ ...rangeSchema, metrics: metricsSchema, rates: ratesSchema }) } },
     async handler({ query, caller }) {
       const scope = resolveQuery(query, caller, clock.now());
+      await deps.writer.flushCounters(); // this node's summed counts first (writer.ts counterFlushMs)
       const counts = await readTotals(db, scope);
       return { status: 200, body: { ...rangeBody(scope), metrics: counts, rates: rates(counts) } };
     },
@@ -103,6 +104,7 @@ export function registerAnalyticsRoutes(api: ApiRouter, deps: AppDeps): void {
     },
     async handler({ query, caller }) {
       const scope = resolveQuery(query, caller, clock.now());
+      await deps.writer.flushCounters();
       const buckets = buildBuckets(scope.from, scope.to, query.interval, scope.tz);
       const series = await readSeries(db, scope, buckets, query.interval === 'hour');
       const data = buckets.map((b, i) => ({ start: formatLocal(b.start, b.startOffset), end: formatLocal(b.end, b.endOffset), metrics: series[i] }));
@@ -123,6 +125,7 @@ export function registerAnalyticsRoutes(api: ApiRouter, deps: AppDeps): void {
     },
     async handler({ query, caller }) {
       const scope = resolveQuery(query, caller, clock.now());
+      await deps.writer.flushCounters();
       const { rows, total } = await readDomains(db, scope, query.limit + 1, query.cursor);
       const page = toPage(rows, query.limit, total, (r) => r.recipientDomain, (r) => ({
         recipient_domain: r.recipientDomain, metrics: r.counts, rates: rates(r.counts),

@@ -116,6 +116,7 @@ export function registerAuthRoutes(api: ApiRouter, deps: AppDeps): void {
     async handler({ caller }) {
       const account = await getAccount(db, caller.accountId);
       const month = monthOf(clock.now());
+      await deps.writer.flushCounters(); // this node's summed usage first (writer.ts counterFlushMs)
       return {
         status: 200,
         body: {

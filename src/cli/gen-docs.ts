@@ -12,7 +12,8 @@ export function defaultConfigJson(): string {
 }
 
 export function configTableMarkdown(): string {
-  const cell = (v: unknown) => '`' + JSON.stringify(v).replace(/\|/g, '\\|') + '`';
+  // a key without a fixed default (it depends on another key) says so in its description
+  const cell = (v: unknown) => (v === undefined ? '—' : '`' + JSON.stringify(v).replace(/\|/g, '\\|') + '`');
   const rows = describeConfig().map((r) => `| \`${r.key}\` | ${cell(r.default)} | ${r.description.replace(/\|/g, '\\|')} |`);
   return ['| Key | Default | Meaning |', '|---|---|---|', ...rows].join('\n') + '\n';
 }

@@ -55,17 +55,34 @@ export class WriteBuffer {
     }
   }
 
-  /** Writes everything kept, inserts first (in first-written order), then counters. */
-  async flush(trx: Tx): Promise<void> {
+  /**
+   * Writes the kept inserts (in first-written order), then the counters unless `counters` is false: then they
+   * stay here for takeCounters() (the writer sums them across transactions, see Writer's counterFlushMs).
+   */
+  async flush(trx: Tx, counters = true): Promise<void> {
     for (const [table, rows] of this.inserts) await insertChunked(trx, table, rows);
+    this.inserts.clear();
+    if (counters) await this.flushCounters(trx);
+  }
+
+  async flushCounters(trx: Tx): Promise<void> {
     // Counter rows in key order: two nodes' writers adding to the same rows lock them in the same order, so
     // they wait for each other instead of deadlocking (PostgreSQL; SQLite has one writer).
     for (const [table, t] of this.counters) {
       const rows = [...t.rows.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, row]) => row);
       await upsertAdd(trx, table, t.key, rows, [...t.metrics]);
     }
-    this.inserts.clear();
     this.counters.clear();
+  }
+
+  /** Adds every counter row kept in `other` to this one's (and empties `other`). */
+  addCountersOf(other: WriteBuffer): void {
+    for (const [table, t] of other.counters) this.add(table, t.key, [...t.rows.values()], [...t.metrics]);
+    other.counters.clear();
+  }
+
+  get hasCounters(): boolean {
+    return this.counters.size > 0;
   }
 }
 

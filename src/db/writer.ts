@@ -14,7 +14,7 @@
  * conditional on the lease.
  */
 import type { Db, Tx } from './index';
-import { attachBuffer } from './buffer';
+import { attachBuffer, WriteBuffer } from './buffer';
 
 export type Work<T> = (trx: Tx) => Promise<T>;
 
@@ -51,6 +51,13 @@ export interface WriterOptions {
    */
   checkpointMs?: number;
   onCheckpointError?(err: unknown): void;
+  /**
+   * >0: counter additions of committed transactions are summed here and written together at most this often
+   * (one upsert per counter row per interval instead of one per transaction: on PostgreSQL every node adds to
+   * the same rollup rows, and each upsert holds its row's lock until its commit). A crash loses at most this
+   * long of counts. 0: counters are written in the transaction that made them.
+   */
+  counterFlushMs?: number;
 }
 
 export class Writer {
@@ -61,6 +68,10 @@ export class Writer {
   private lastCheckpoint = performance.now();
   private idleCheckpoint?: NodeJS.Timeout;
   private closed = false;
+  /** counter additions of committed transactions not written yet (counterFlushMs) */
+  private counters = new WriteBuffer();
+  private counterTimer?: NodeJS.Timeout;
+  private counterFlush?: Promise<void>;
 
   constructor(
     private readonly db: Db,
@@ -83,11 +94,39 @@ export class Writer {
     });
   }
 
-  /** Waits for work already handed over, then stops checkpointing: the database may close after this. */
+  /** Waits for work already handed over (and the counters summed so far), then stops: the database may close after this. */
   async close(): Promise<void> {
+    await this.drained();
+    await this.flushCounters();
     this.closed = true;
     clearTimeout(this.idleCheckpoint);
     await this.drained();
+  }
+
+  /**
+   * Writes the counter additions summed so far now (a read of counters on this node sees its own sends: the
+   * analytics, usage and TLS-report reads call this first). Resolves at once when there are none.
+   */
+  flushCounters(): Promise<void> {
+    clearTimeout(this.counterTimer);
+    this.counterTimer = undefined;
+    if (this.counterFlush) return this.counterFlush.then(() => this.flushCounters());
+    if (!this.counters.hasCounters) return Promise.resolve();
+    const summed = this.counters;
+    this.counters = new WriteBuffer();
+    this.counterFlush = this.run((trx) => summed.flushCounters(trx))
+      .catch(() => {
+        this.counters.addCountersOf(summed); // not written: added to what came since, tried again later
+        this.scheduleCounterFlush();
+      })
+      .finally(() => (this.counterFlush = undefined));
+    return this.counterFlush;
+  }
+
+  private scheduleCounterFlush(): void {
+    if (this.counterTimer || this.closed) return;
+    this.counterTimer = setTimeout(() => void this.flushCounters(), this.options.counterFlushMs);
+    this.counterTimer.unref();
   }
 
   /** Resolves when nothing is queued or being written (tests, shutdown). */
@@ -167,12 +206,18 @@ export class Writer {
   private async commit(group: Pending[]): Promise<void> {
     let results: unknown[];
     try {
+      const deferCounters = (this.options.counterFlushMs ?? 0) > 0;
+      let buffer: WriteBuffer | undefined;
       results = await this.db.transaction(async (trx) => {
-        const buffer = attachBuffer(trx);
+        buffer = attachBuffer(trx);
         const out = await runGroup(trx, group);
-        await buffer.flush(trx);
+        await buffer.flush(trx, !deferCounters);
         return out;
       });
+      if (deferCounters && buffer?.hasCounters) {
+        this.counters.addCountersOf(buffer); // committed: its counts are written with the next flush
+        this.scheduleCounterFlush();
+      }
     } catch (err) {
       if (group.length === 1) return group[0].reject(err);
       const half = Math.ceil(group.length / 2);

@@ -35,6 +35,7 @@ export function registerOperatorRoutes(api: ApiRouter, deps: AppDeps): void {
       },
     },
     async handler() {
+      await deps.writer.flushCounters(); // this node's summed counts first (writer.ts counterFlushMs)
       return { status: 200, body: { data: await accountsOverview(reader, clock.now()) } };
     },
   });

@@ -40,6 +40,7 @@ export function registerOverviewRoutes(api: ApiRouter, deps: AppDeps): void {
     async handler({ caller }) {
       const scope = { accountId: caller.accountId, mode: caller.mode };
       const now = clock.now();
+      await deps.writer.flushCounters(); // this node's summed counts first (writer.ts counterFlushMs)
       const [days, queue, domains, webhooks, ips] = await Promise.all([
         dailyCounts(reader, scope, now), queueCounts(reader, scope), domainAlerts(reader, scope), webhookAlerts(reader, scope, now), ipOverview(reader, config, scope, now),
       ]);

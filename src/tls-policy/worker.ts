@@ -56,6 +56,7 @@ export class TlsReportWorker implements Worker {
 
   async sendDue(): Promise<SendResult[]> {
     const today = utcDay(this.deps.clock.now());
+    await this.deps.writer.flushCounters(); // this node's summed session counts first (writer.ts counterFlushMs)
     const due: Array<{ day: string; policy_domain: string }> = await this.deps.reader('tls_report_counts')
       .where('day', '<', today).distinct('day', 'policy_domain').orderBy(['day', 'policy_domain']);
     const results: SendResult[] = [];

@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseConfig } from '../../src/config';
 import { openDatabase, type Db } from '../../src/db';
-import { insertRows } from '../../src/db/buffer';
+import { addToCounters, insertRows } from '../../src/db/buffer';
 import { Writer, type BatchKind } from '../../src/db/writer';
 
 describe('the batched writer', () => {
@@ -25,6 +25,10 @@ describe('the batched writer', () => {
     await db.schema.createTable('items', (t) => {
       t.string('id').primary();
       t.integer('n');
+    });
+    await db.schema.createTable('tallies', (t) => {
+      t.string('name').primary();
+      t.integer('n').notNullable().defaultTo(0);
     });
     commits = [];
     writer = new Writer(db, { maxWeight: 1000, windowMs: 0, onCommit: (pieces, weight) => commits.push({ pieces, weight }) });
@@ -124,5 +128,51 @@ describe('the batched writer', () => {
     await writer.drained();
     assert.equal((await reader('items').where('id', 'like', 'e%')).length, 5);
     await Promise.all(pending);
+  });
+
+  describe('with counterFlushMs (counters summed across transactions)', () => {
+    const tally = (w: Writer, name: string, n: number, fail = false) => w.run(async (trx) => {
+      await addToCounters(trx, 'tallies', ['name'], [{ name, n }], ['n']);
+      if (fail) throw new Error('rolled back');
+    });
+    const read = async (name: string) => Number((await reader('tallies').where({ name }).first())?.n ?? 0);
+
+    it('keeps the counts of committed transactions in memory, writes them as one upsert per row on flushCounters(), and never counts rolled-back work', async () => {
+      const summing = new Writer(db, { maxWeight: 1000, windowMs: 0, counterFlushMs: 60_000 });
+      const statements: string[] = [];
+      const count = (q: { sql: string }) => statements.push(q.sql);
+      for (let i = 0; i < 5; i++) await tally(summing, 'sent', 2); // five transactions, one after another
+      await assert.rejects(tally(summing, 'sent', 100, true), /rolled back/);
+      assert.equal(await read('sent'), 0, 'nothing written before the flush');
+      db.on('query', count);
+      await summing.flushCounters();
+      db.off('query', count);
+      assert.equal(await read('sent'), 10);
+      assert.equal(statements.filter((s) => /insert into tallies/i.test(s)).length, 1, statements.join('\n'));
+      await summing.flushCounters(); // nothing kept: no transaction at all
+      assert.equal(await read('sent'), 10);
+      await summing.close();
+    });
+
+    it('close() writes what is kept, so a clean stop loses no counts', async () => {
+      const summing = new Writer(db, { maxWeight: 1000, windowMs: 0, counterFlushMs: 60_000 });
+      await Promise.all([tally(summing, 'closed', 3), tally(summing, 'closed', 4)]);
+      assert.equal(await read('closed'), 0);
+      await summing.close();
+      assert.equal(await read('closed'), 7);
+    });
+
+    it('a flush that fails keeps the counts and adds them to the next one', async () => {
+      const summing = new Writer(db, { maxWeight: 1000, windowMs: 0, counterFlushMs: 60_000 });
+      await tally(summing, 'retried', 5);
+      await db.schema.renameTable('tallies', 'tallies_away'); // the flush's upsert fails: no such table
+      await summing.flushCounters();
+      await db.schema.renameTable('tallies_away', 'tallies');
+      assert.equal(await read('retried'), 0);
+      await tally(summing, 'retried', 1);
+      await summing.flushCounters();
+      assert.equal(await read('retried'), 6);
+      await summing.close();
+    });
   });
 });
