@@ -33,7 +33,7 @@ async function loadAccountPools(db: Queryable, accountId: string): Promise<Map<s
   return pools;
 }
 
-const poolCache = cachePerApp(hasReader, (db: Queryable) =>
+const poolCache = cachePerApp('pools', hasReader, (db: Queryable) =>
   new ReadCache<string, Map<string, Set<string>>>({ max: POOL_CACHE_MAX, ttlMs: POOL_CACHE_TTL_MS, load: (id) => loadAccountPools(readerOf(db), id) }));
 
 async function accountPools(db: Queryable, accountId: string): Promise<Map<string, Set<string>>> {
