@@ -147,7 +147,7 @@ export async function revokeKey(db: Queryable, id: string, now: number, accountI
   const where = accountId ? { id, account_id: accountId } : { id };
   await db('api_keys').where(where).whereNull('revoked_at').update({ revoked_at: now });
   // The cache is keyed by hash, not id; revocations are rare, so forget every key.
-  keyCache(db)?.invalidate();
+  keyCache.invalidate(db);
   invalidateRelayNetworks(db);
   const row = await db<KeyRow>('api_keys').where(where).first();
   return row && toKey(row);

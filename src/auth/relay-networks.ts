@@ -62,7 +62,7 @@ const relayCache = cachePerApp('relay-networks', hasReader, (db: Queryable) =>
 
 /** Called when a key is created or revoked, so this process sees the change at once. */
 export function invalidateRelayNetworks(db: Queryable): void {
-  relayCache(db)?.invalidate();
+  relayCache.invalidate(db);
 }
 
 /** Networks of another account that `networks` would overlap (the reason to refuse them). */

@@ -118,7 +118,7 @@ export class PgBus extends EventEmitter implements Bus {
         const batch = [...this.pending];
         this.pending.clear();
         try {
-          await this.db.raw('SELECT pg_notify(?, p) FROM unnest(?::text[]) AS p', [CHANNEL, batch]);
+          await notifyNodes(this.db, batch);
         } catch (err) {
           // The other nodes see the change within their caches' TTLs and their own timers, as without a bus.
           this.log.warn({ err, notifications: batch.length }, 'could not notify the other nodes; they will see the change later');
@@ -181,6 +181,28 @@ export class PgBus extends EventEmitter implements Bus {
     }
     this.emit('news', news);
   }
+}
+
+/** One statement for any number of payloads, delivered in order (and, within one transaction, at its commit). */
+function notifyNodes(db: Knex, payloads: string[]): Promise<unknown> {
+  return db.raw('SELECT pg_notify(?, p) FROM unnest(?::text[]) AS p', [CHANNEL, payloads]);
+}
+
+/**
+ * A CLI command on PostgreSQL (`pigeon keys revoke`, `pigeon domains delete`, `pigeon settings`, …): the
+ * invalidations its writes make are collected on the tool's handle and sent to the running nodes once it is
+ * done, so they apply at once rather than within the caches' TTLs. On SQLite nothing (one node per file).
+ */
+export function toolNews(config: Config, db: Knex): { send(): Promise<void> } {
+  if (config.database.client !== 'postgres') return { send: async () => undefined };
+  const from = busToken(`cli-${nodeId(config)}`);
+  const payloads = new Set<string>();
+  cacheRegistry(db).publish = (cache, key) => void payloads.add(JSON.stringify({ from, cache, ...(key === undefined ? {} : { key }) }));
+  return {
+    async send() {
+      if (payloads.size) await notifyNodes(db, [...payloads]);
+    },
+  };
 }
 
 /** Bounded parse of a payload from the channel (anyone with database access can NOTIFY on it). */

@@ -42,7 +42,7 @@ async function factsOf(db: Queryable, accountId: string, name: string): Promise<
 
 /** Called with the app's handle after a write to the account's domains has committed. */
 export function forgetAccountDomains(db: Queryable, accountId: string): void {
-  domainCache(db)?.invalidate(accountId);
+  domainCache.invalidate(db, accountId);
 }
 
 /**

@@ -43,7 +43,7 @@ async function accountPools(db: Queryable, accountId: string): Promise<Map<strin
 
 /** Called with the app's handle after a write to the account's pools has committed. */
 export function forgetAccountPools(db: Queryable, accountId: string): void {
-  poolCache(db)?.invalidate(accountId);
+  poolCache.invalidate(db, accountId);
 }
 
 export async function poolExists(db: Queryable, accountId: string, name: string): Promise<boolean> {

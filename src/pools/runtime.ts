@@ -40,7 +40,7 @@ interface Held {
 }
 
 /** Its name among the app's shared caches (util/read-cache.ts). */
-const IP_STATE_CACHE = 'ip-state';
+export const IP_STATE_CACHE = 'ip-state';
 
 /** How long cached warm-up and throttle rows are trusted (real time: a fake clock must not freeze them). */
 const CACHE_MS = 2_000;

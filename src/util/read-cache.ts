@@ -122,6 +122,16 @@ export function cacheRegistry(handle: object): CacheRegistry {
   return registry;
 }
 
+/** A cache per app, and how to invalidate it after a committed change. */
+export interface PerAppCache<H, V> {
+  (handle: H): ReadCache<string, V> | undefined;
+  /**
+   * This app's entry and the other nodes'. Given a handle without a cache (a transaction: nothing to do;
+   * a CLI handle on PostgreSQL, whose registry publishes: the nodes' only).
+   */
+  invalidate(handle: H, key?: string): void;
+}
+
 /**
  * One cache per app: keyed by the app's writer handle (see db/reader.ts), created on first use and named
  * `name` in the app's registry. Given a transaction or a CLI handle it returns undefined and the caller
@@ -131,12 +141,19 @@ export function cachePerApp<H extends object, V>(
   name: string,
   hasCache: (handle: H) => boolean,
   create: (handle: H) => ReadCache<string, V>,
-): (handle: H) => ReadCache<string, V> | undefined {
+): PerAppCache<H, V> {
   const caches = new WeakMap<H, ReadCache<string, V>>();
-  return (handle) => {
+  const cacheOf = (handle: H): ReadCache<string, V> | undefined => {
     if (!hasCache(handle)) return undefined;
     let cache = caches.get(handle);
     if (!cache) caches.set(handle, (cache = create(handle).share(name, cacheRegistry(handle))));
     return cache;
   };
+  return Object.assign(cacheOf, {
+    invalidate(handle: H, key?: string): void {
+      const cache = cacheOf(handle);
+      if (cache) cache.invalidate(key);
+      else registries.get(handle)?.publish(name, key);
+    },
+  });
 }

@@ -6,7 +6,10 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { revokeKey } from '../../src/auth/keys';
+import { withDb } from '../../src/cli/common';
 import { FakeClock } from '../../src/clock';
+import { parseConfig } from '../../src/config';
 import type { BusNews, PgBus } from '../../src/db/notify';
 import type { Mta } from '../../src/delivery/mta';
 import { newId } from '../../src/ids';
@@ -100,6 +103,20 @@ describe('two nodes, one PostgreSQL database', () => {
     const id = sent.body.data?.[0]?.id ?? sent.body.id;
     await mtaOf(b).runOnce();
     assert.equal(await statusOf(a, id), 'queued', 'neither handed to B\'s MTA nor claimed by it');
+  });
+
+  it('a key revoked by the CLI on the same database is refused on B at once', async () => {
+    const secret = await createKey(a, 'test', ['account:read']);
+    const key = b.api.withKey(secret);
+    const id = (await a.db('api_keys').orderBy('id', 'desc').first()).id as string;
+    // The CLI's own code path (`pigeon keys revoke`), in this process so that B's cache is fresh when it runs.
+    const config = parseConfig({ dataDir: a.dataDir, database: a.config.database, node: { id: 'node-a' } });
+    await withDb(config, async (db) => {
+      assert.equal((await key.get('/v1/account')).status, 200, 'B knows the key (and caches it)');
+      await revokeKey(db, id, clock.now());
+    });
+    await synced(a, b); // the CLI's news went out before withDb returned, so before this marker
+    assert.equal((await key.get('/v1/account')).status, 401);
   });
 
   it('the bus reconnects after its connection is killed and still delivers news', async () => {
