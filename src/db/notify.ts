@@ -34,6 +34,8 @@ import { postgresUrl } from './postgres';
 export const CHANNEL = 'pigeon';
 /** PostgreSQL refuses payloads of 8000 bytes or more; a longer key is sent as "forget everything". */
 const MAX_PAYLOAD = 7000;
+/** Distinct payloads waiting to be sent before keyed invalidations widen to whole caches. */
+const MAX_PENDING = 1000;
 const BACKOFF_MIN_MS = 100;
 const BACKOFF_MAX_MS = 10_000;
 
@@ -91,7 +93,10 @@ export class PgBus extends EventEmitter implements Bus {
   publish(news: BusNews): void {
     if (this.closed) return;
     let payload = JSON.stringify({ from: this.token, ...news });
-    if (Buffer.byteLength(payload) > MAX_PAYLOAD && 'cache' in news) payload = JSON.stringify({ from: this.token, cache: news.cache });
+    // A long key, or many keys waiting while a statement is in flight: forget the whole cache instead, so the
+    // payload and the set stay bounded (by the few cache and signal names).
+    const tooMany = this.pending.size >= MAX_PENDING || Buffer.byteLength(payload) > MAX_PAYLOAD;
+    if (tooMany && 'cache' in news) payload = JSON.stringify({ from: this.token, cache: news.cache });
     this.pending.add(payload);
     this.sending ??= this.send();
   }
