@@ -14,6 +14,7 @@ import { Config, ConfigInput, parseConfig } from './config';
 import { Db, isPostgres, migrateLatest, openDatabase } from './db';
 import { attachReader, openReader } from './db/reader';
 import { Writer } from './db/writer';
+import { startBus, type Bus } from './db/notify';
 import type { AppDeps } from './deps';
 import { createLogger, type Logger } from './logger';
 import { createMetrics, type Metrics, MetricsListener, startMetricsListener } from './metrics';
@@ -43,6 +44,8 @@ export interface App {
   metrics?: MetricsListener;
   listeners: Record<string, Listener>;
   workers: Worker[];
+  /** Wake-ups and cache invalidations to and from the other nodes (src/db/notify.ts; a no-op on SQLite). */
+  bus: Bus;
   /** The sandbox key created on first start (only on the start that made it). */
   bootstrapKey?: string;
   close(): Promise<void>;
@@ -74,6 +77,7 @@ export async function createApp(input: Config | ConfigInput = {}, options: AppOp
     failures: new AuthFailureLimiter(clock, config.rateLimit.authFailuresPerMinute),
   };
 
+  const bus = await startBus(deps);
   for (const sink of MODULES.flatMap((m) => m.eventSinks ?? [])) addEventSink(sink);
   const workers: Worker[] = MODULES.flatMap((m) => m.workers?.(deps) ?? []);
   const listeners: Record<string, Listener> = {};
@@ -84,6 +88,7 @@ export async function createApp(input: Config | ConfigInput = {}, options: AppOp
   } catch (err) {
     // a listener that cannot start (port taken, bad certificate) must not leave the others and the database open
     await Promise.all(Object.values(listeners).map((l) => l.close()));
+    await bus.close();
     await Promise.all([reader.destroy(), db.destroy()]);
     throw err;
   }
@@ -106,7 +111,7 @@ export async function createApp(input: Config | ConfigInput = {}, options: AppOp
   let closing: Promise<void> | undefined;
   const close = () => {
     stopping = true;
-    return (closing ??= shutdown({ server, listeners, workers, db, deps }));
+    return (closing ??= shutdown({ server, listeners, workers, db, deps, bus }));
   };
   return {
     config,
@@ -116,6 +121,7 @@ export async function createApp(input: Config | ConfigInput = {}, options: AppOp
     metrics,
     listeners,
     workers,
+    bus,
     bootstrapKey,
     close,
   };
@@ -142,8 +148,8 @@ function formatHost(host: string): string {
 }
 
 /** Stop accepting, let in-flight work finish within the timeout, then close the database. */
-async function shutdown(parts: { server: http.Server; listeners: Record<string, Listener>; workers: Worker[]; db: Db; deps: AppDeps }): Promise<void> {
-  const { server, listeners, workers, db, deps } = parts;
+async function shutdown(parts: { server: http.Server; listeners: Record<string, Listener>; workers: Worker[]; db: Db; deps: AppDeps; bus: Bus }): Promise<void> {
+  const { server, listeners, workers, db, deps, bus } = parts;
   const timeout = deps.config.http.shutdownTimeoutMs;
   const serverClosed = new Promise<void>((resolve) => server.close(() => resolve()));
   server.closeIdleConnections();
@@ -163,6 +169,7 @@ async function shutdown(parts: { server: http.Server; listeners: Record<string, 
     server.closeAllConnections();
   }
   await deps.writer.close(); // work already handed to the writer is committed before the database closes
+  await bus.close(); // news of those commits goes out first
   await Promise.all([deps.reader.destroy(), db.destroy()]);
   deps.log.info('pigeon stopped');
   deps.log.flush?.();

@@ -38,7 +38,7 @@ async function accountById(db: Queryable, id: string): Promise<Account | undefin
 
 // Accounts are never renamed or deleted, so the TTL only bounds memory use by accounts not seen lately.
 const ACCOUNT_CACHE_MAX = 10_000;
-const accountCache = cachePerApp(hasReader, (db: Queryable) =>
+const accountCache = cachePerApp('accounts', hasReader, (db: Queryable) =>
   new ReadCache<string, Account>({ max: ACCOUNT_CACHE_MAX, ttlMs: 60_000, load: (id) => accountById(readerOf(db), id) }));
 
 /** Through the app's cache when given the app's handle (ids come from authenticated keys). */

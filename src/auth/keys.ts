@@ -104,7 +104,7 @@ async function keyByHash(db: Queryable, hash: string): Promise<ApiKey | undefine
  */
 export const KEY_CACHE_TTL_MS = 2_000;
 const KEY_CACHE_MAX = 10_000; // distinct live keys in use at once; ~1 KB each
-const keyCache = cachePerApp(hasReader, (db: Queryable) =>
+const keyCache = cachePerApp('keys', hasReader, (db: Queryable) =>
   new ReadCache<string, ApiKey>({ max: KEY_CACHE_MAX, ttlMs: KEY_CACHE_TTL_MS, load: (hash) => keyByHash(readerOf(db), hash) }));
 
 /** Keys held in the app's cache (tests check that made-up keys add none). */
@@ -147,7 +147,7 @@ export async function revokeKey(db: Queryable, id: string, now: number, accountI
   const where = accountId ? { id, account_id: accountId } : { id };
   await db('api_keys').where(where).whereNull('revoked_at').update({ revoked_at: now });
   // The cache is keyed by hash, not id; revocations are rare, so forget every key.
-  keyCache(db)?.invalidate();
+  keyCache.invalidate(db);
   invalidateRelayNetworks(db);
   const row = await db<KeyRow>('api_keys').where(where).first();
   return row && toKey(row);

@@ -57,12 +57,12 @@ async function activeNetworks(db: Queryable): Promise<RelayNetwork[]> {
 export const RELAY_CACHE_TTL_MS = 2_000;
 // One entry (the whole table): the key is a constant, never request input.
 const ALL = 'all';
-const relayCache = cachePerApp(hasReader, (db: Queryable) =>
+const relayCache = cachePerApp('relay-networks', hasReader, (db: Queryable) =>
   new ReadCache<string, RelayNetwork[]>({ max: 1, ttlMs: RELAY_CACHE_TTL_MS, load: (_all) => activeNetworks(readerOf(db)) }));
 
 /** Called when a key is created or revoked, so this process sees the change at once. */
 export function invalidateRelayNetworks(db: Queryable): void {
-  relayCache(db)?.invalidate();
+  relayCache.invalidate(db);
 }
 
 /** Networks of another account that `networks` would overlap (the reason to refuse them). */

@@ -1,13 +1,13 @@
 /**
  * Account security settings: the IP allowlist. Every request reads it, so it is cached per account (see
- * ReadCache): a change through this process applies to the next request; one made by another process
- * (`pigeon settings`) within ALLOWLIST_CACHE_TTL_MS.
+ * ReadCache): a change through this process, or another node on the same PostgreSQL database, applies
+ * to the next request; one made by another process (`pigeon settings`) within ALLOWLIST_CACHE_TTL_MS.
  */
 import type { Clock } from '../clock';
 import type { Db } from '../db';
 import { fromJson, toJson } from '../db';
 import { readerOf } from '../db/reader';
-import { ReadCache } from '../util/read-cache';
+import { cacheRegistry, ReadCache } from '../util/read-cache';
 
 export const ALLOWLIST_CACHE_TTL_MS = 2_000;
 // Keyed by the account of a key that authenticated, so bounded by the accounts; the LRU bounds it anyway.
@@ -26,7 +26,9 @@ export class SecuritySettings {
   constructor(
     private readonly db: Db,
     private readonly clock: Clock,
-  ) {}
+  ) {
+    this.cache.share('allowlist', cacheRegistry(db)); // a change on one node clears it on the others
+  }
 
   async allowedIps(accountId: string): Promise<string[]> {
     return (await this.cache.get(accountId)) ?? [];

@@ -1,6 +1,7 @@
 /** Helpers shared by CLI commands: config + database for one-shot commands, usage errors. */
 import { loadConfig, Config } from '../config';
 import { Db, migrateLatest, openDatabase } from '../db';
+import { toolNews } from '../db/notify';
 
 export class UsageError extends Error {}
 
@@ -11,13 +12,19 @@ export interface CliContext {
   out: (line: string) => void;
 }
 
-/** Opens the database (migrated), runs fn, and always closes it. */
+/**
+ * Opens the database (migrated), runs fn, and always closes it. On PostgreSQL the running nodes then hear
+ * which of their caches fn's writes made stale (db/notify.ts).
+ */
 export async function withDb<T>(config: Config, fn: (db: Db) => Promise<T>): Promise<T> {
   const db = openDatabase(config);
+  const news = toolNews(config, db);
   try {
     await migrateLatest(db);
     return await fn(db);
   } finally {
+    // Even after a failure: what committed before it should reach the nodes too. Without this they see it within their caches' TTLs.
+    await news.send().catch((err: Error) => process.stderr.write(`warning: could not notify the running nodes: ${err.message}\n`));
     await db.destroy();
   }
 }

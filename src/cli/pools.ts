@@ -13,6 +13,8 @@ import { ipStatuses } from '../pools/status';
 import { shapeIp } from '../pools/view';
 import { checksOf } from '../reputation/store';
 import { changeWarmupOn, scheduleSchema, startWarmupOn, type ScheduleChoice, type WarmupAction } from '../pools/warmup';
+import { IP_STATE_CACHE } from '../pools/runtime';
+import { cacheRegistry } from '../util/read-cache';
 import { CliContext, UsageError, flagString, withDb } from './common';
 
 const USAGE = [
@@ -36,6 +38,7 @@ export async function poolsCommand(ctx: CliContext): Promise<void> {
     const deps = { db, clock: systemClock };
     if (act === 'start') await startWarmupOn(deps, addresses, schedule);
     else await changeWarmupOn(deps, addresses, act, ctx.flags.all !== true, 'no address is in warm-up');
+    cacheRegistry(db).publish(IP_STATE_CACHE); // running nodes on PostgreSQL drop their warm-up rows now
     await printAddresses(ctx, db, addresses);
   });
 }

@@ -31,7 +31,7 @@ async function loadAccountDomains(db: Queryable, accountId: string): Promise<Map
   return new Map(rows.map((r) => [r.name, { sendable: r.status === 'verified' || r.status === 'failing', returnPathVerified: Boolean(r.rp) }]));
 }
 
-const domainCache = cachePerApp(hasReader, (db: Queryable) =>
+const domainCache = cachePerApp('domains', hasReader, (db: Queryable) =>
   new ReadCache<string, Map<string, DomainFacts>>({ max: DOMAIN_CACHE_MAX, ttlMs: DOMAIN_CACHE_TTL_MS, load: (id) => loadAccountDomains(readerOf(db), id) }));
 
 async function factsOf(db: Queryable, accountId: string, name: string): Promise<DomainFacts | undefined> {
@@ -42,7 +42,7 @@ async function factsOf(db: Queryable, accountId: string, name: string): Promise<
 
 /** Called with the app's handle after a write to the account's domains has committed. */
 export function forgetAccountDomains(db: Queryable, accountId: string): void {
-  domainCache(db)?.invalidate(accountId);
+  domainCache.invalidate(db, accountId);
 }
 
 /**

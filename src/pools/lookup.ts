@@ -33,7 +33,7 @@ async function loadAccountPools(db: Queryable, accountId: string): Promise<Map<s
   return pools;
 }
 
-const poolCache = cachePerApp(hasReader, (db: Queryable) =>
+const poolCache = cachePerApp('pools', hasReader, (db: Queryable) =>
   new ReadCache<string, Map<string, Set<string>>>({ max: POOL_CACHE_MAX, ttlMs: POOL_CACHE_TTL_MS, load: (id) => loadAccountPools(readerOf(db), id) }));
 
 async function accountPools(db: Queryable, accountId: string): Promise<Map<string, Set<string>>> {
@@ -43,7 +43,7 @@ async function accountPools(db: Queryable, accountId: string): Promise<Map<strin
 
 /** Called with the app's handle after a write to the account's pools has committed. */
 export function forgetAccountPools(db: Queryable, accountId: string): void {
-  poolCache(db)?.invalidate(accountId);
+  poolCache.invalidate(db, accountId);
 }
 
 export async function poolExists(db: Queryable, accountId: string, name: string): Promise<boolean> {

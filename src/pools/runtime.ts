@@ -6,6 +6,7 @@
  * would be refused anyway, and are dropped whenever the state changes here.
  */
 import { performance } from 'node:perf_hooks';
+import { cacheRegistry } from '../util/read-cache';
 import type { AppDeps } from '../deps';
 import { Reservations, type Limit } from './budget';
 import { activeThrottles, addUsage, getThrottle, getWarmups, saveThrottle, type Throttle, type Warmup } from './ip-state';
@@ -38,6 +39,9 @@ interface Held {
   at: number;
 }
 
+/** Its name among the app's shared caches (util/read-cache.ts). */
+export const IP_STATE_CACHE = 'ip-state';
+
 /** How long cached warm-up and throttle rows are trusted (real time: a fake clock must not freeze them). */
 const CACHE_MS = 2_000;
 
@@ -59,6 +63,7 @@ export class IpRuntime {
     this.throttleOf = createThrottleMatcher(deps.config.pools.throttleRulesFile);
     this.metrics = createPoolMetrics(deps);
     this.reservations = new Reservations(deps.db, deps.config);
+    cacheRegistry(deps.db).add(IP_STATE_CACHE, this);
   }
 
   /** May this address send this message now? If so the send is counted and held until settle(). */
@@ -86,7 +91,7 @@ export class IpRuntime {
     }
     if (!answer.capped) {
       // the warm-up ended with this send's day (its last day is done): from now on the address is uncapped
-      if (warmup && warmup.status !== 'warm') this.invalidate();
+      if (warmup && warmup.status !== 'warm') this.forget();
       this.count(address, day, usageKey, 1);
     }
     this.hold(a.jobId, { address, destination, day, usageKey, capped: answer.capped, at: now });
@@ -128,8 +133,14 @@ export class IpRuntime {
     );
   }
 
-  /** Drop every cached row and refusal (after the API changed warm-up state). */
+  /** After the API changed warm-up state: drop every cached row and refusal, here and on the other nodes. */
   invalidate(): void {
+    this.forget();
+    cacheRegistry(this.deps.db).publish(IP_STATE_CACHE);
+  }
+
+  /** Drop every cached row and refusal here (news from another node applies this too). */
+  forget(): void {
     this.warmups = null;
     this.throttles = null;
     this.refused.clear();

@@ -79,7 +79,9 @@ export class WebhookDispatcher implements Worker {
   start(): void {
     this.running = true;
     const offSignal = this.deps.signals.on('webhooksChanged', () => this.wake(true));
-    const offCommit = onDeliveriesCommitted(() => this.wake(true));
+    // Rows committed without a signal (the MTA's outcomes): the signal wakes this dispatcher and, through the
+    // bus, the other nodes' (db/notify.ts), which claim with SKIP LOCKED what this one has no slot for.
+    const offCommit = onDeliveriesCommitted(() => this.deps.signals.emit('webhooksChanged'));
     this.unsubscribe = () => {
       offSignal();
       offCommit();

@@ -38,22 +38,37 @@ export function testConfig(dataDir: string, overrides: ConfigInput = {}): Config
     metrics: { port: 0 },
     rateLimit: { requestsPerSecond: 10_000, burst: 10_000 },
   };
-  return mergeDeep(mergeDeep(base, testDatabase(dataDir)), overrides) as ConfigInput;
+  const hasDatabaseUrl = Boolean((overrides.database as { url?: string } | undefined)?.url);
+  return mergeDeep(mergeDeep(base, testDatabase(dataDir, hasDatabaseUrl)), overrides) as ConfigInput;
 }
 
 /** True when this test run puts its apps on PostgreSQL. */
 export const onPostgres = process.env.PIGEON_TEST_DATABASE === 'postgres';
 
-/** The database part of a test config: nothing on SQLite (the file in dataDir); the dataDir's database on PostgreSQL. */
-function testDatabase(dataDir: string): ConfigInput {
-  if (!onPostgres) return {};
+/**
+ * The database part of a test config: nothing on SQLite (the file in dataDir); the dataDir's database on
+ * PostgreSQL, unless the overrides name one (a second node on a first node's database).
+ */
+function testDatabase(dataDir: string, hasDatabaseUrl: boolean): ConfigInput {
+  if (!onPostgres || hasDatabaseUrl) return {};
   const adminUrl = process.env.PIGEON_TEST_POSTGRES_URL;
   if (!adminUrl) throw new Error('PostgreSQL test run: call startTestApp (or await testPostgresAdminUrl()) before testConfig');
   return { database: { client: 'postgres', url: databaseFor(adminUrl, dataDir) } };
 }
 
-export async function startTestApp(overrides: ConfigInput = {}, options: AppOptions = {}): Promise<TestApp> {
+export interface TestAppOptions extends AppOptions {
+  /**
+   * PostgreSQL only: run on that app's database instead of a fresh one (two nodes sharing a database).
+   * The bootstrap key is then that app's.
+   */
+  sharesDatabaseWith?: TestApp;
+}
+
+export async function startTestApp(overrides: ConfigInput = {}, testOptions: TestAppOptions = {}): Promise<TestApp> {
+  const { sharesDatabaseWith: first, ...options } = testOptions;
   if (onPostgres) await testPostgresAdminUrl();
+  if (first && !onPostgres) throw new Error('sharesDatabaseWith needs a PostgreSQL test run');
+  if (first) overrides = mergeDeep({ database: { client: 'postgres', url: first.config.database.url } }, overrides) as ConfigInput;
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'pigeon-test-'));
   const logs: string[] = [];
   const logStream = new Writable({
@@ -63,10 +78,11 @@ export async function startTestApp(overrides: ConfigInput = {}, options: AppOpti
     },
   });
   const app = await createApp(testConfig(dataDir, overrides), { logStream, ...options });
-  if (!app.bootstrapKey) throw new Error('expected a bootstrap key on a fresh database');
-  const api = new ApiClient(app.http.url, app.bootstrapKey);
+  const key = app.bootstrapKey ?? first?.key;
+  if (!key) throw new Error('expected a bootstrap key on a fresh database');
+  const api = new ApiClient(app.http.url, key);
   return Object.assign(app, {
-    key: app.bootstrapKey,
+    key,
     logs,
     dataDir,
     api,

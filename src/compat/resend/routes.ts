@@ -88,7 +88,11 @@ async function cancel(deps: AppDeps, caller: Caller, id: string) {
 /** Runs the change; none changed is a 404 (no such email) or a 409 (no copy is still scheduled). */
 async function changeScheduled(deps: AppDeps, caller: Caller, id: string, what: string, change: () => Promise<number>) {
   parseProvider(idParam, id);
-  if ((await change()) > 0) return;
+  if ((await change()) > 0) {
+    // A new send time may be earlier than the one this node's MTA (or another node's) sleeps until.
+    if (what === 'rescheduled') deps.signals.emit('queueChanged');
+    return;
+  }
   const copies = await messagesOfBatch(deps.db, caller, id);
   if (copies.length === 0) throw notFound('email', 'id');
   throw conflict('message_not_cancellable', `this email cannot be ${what}: its status is '${copies[0].status}'; only scheduled emails can`);
