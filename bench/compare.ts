@@ -8,15 +8,19 @@
  * that only this benchmark needs: rows that need a missing one say so and are
  * skipped. See docs/benchmarks.md.
  *
- *   npm run bench compare [-- --only=e2e,webhook,api,smtp,latency,queue,crash,statements]
+ *   npm run bench compare [-- --only=e2e,webhook,api,smtp,latency,queue,crash,statements,nodes]
  *     [--rounds=2] [--seconds=8] [--messages=4000] [--connections=20] [--size=5120]
- *     [--rate=150] [--latency-messages=1500] [--queued=1000,1000000] [--burst=100]
+ *     [--rate=150] [--latency-messages=1500] [--queued=1000,1000000] [--burst=100] [--nodes=2]
+ *
+ * `nodes` is `e2e`'s Pigeon run on SQLite, on PostgreSQL with one node and
+ * with --nodes nodes sharing it (skipped when PostgreSQL is not installed).
  */
 import { missingTools, loadAverage } from './compare-tools';
 import { apiAccept, endToEnd, latency, smtpAccept, withWebhook } from './compare-throughput';
 import { queued } from './compare-queue';
 import { statements } from './compare-statements';
 import { crash } from './compare-crash';
+import { nodes } from './compare-nodes';
 
 export interface CompareOptions {
   only: string[];
@@ -31,6 +35,8 @@ export interface CompareOptions {
   latencyMessages: number;
   queued: number[];
   burst: number;
+  /** appliance processes on one PostgreSQL database in the `nodes` section */
+  nodes: number;
 }
 
 export interface Row {
@@ -49,7 +55,9 @@ const SECTIONS: Record<string, { title: string; tools: string[]; run: (o: Compar
   queue: { title: 'a deep queue with the MTA paused', tools: ['wrk'], run: queued },
   crash: { title: 'kill -9 mid-burst, then restart', tools: [], run: crash },
   statements: { title: 'SQL statements per message (in process, knex query events)', tools: [], run: statements },
+  nodes: { title: 'end to end on SQLite, PostgreSQL with one node and with several nodes on one database', tools: ['smtp-sink', 'wrk'], run: nodes },
 };
+
 
 function parseOptions(args: string[]): CompareOptions {
   const get = (name: string, fallback: string) => args.find((a) => a.startsWith(`--${name}=`))?.split('=')[1] ?? fallback;
@@ -64,6 +72,7 @@ function parseOptions(args: string[]): CompareOptions {
     latencyMessages: Number(get('latency-messages', '1500')),
     queued: get('queued', '1000,1000000').split(',').map(Number),
     burst: Number(get('burst', '100')),
+    nodes: Number(get('nodes', '2')),
   };
 }
 
