@@ -9,7 +9,7 @@
 import { fork } from 'node:child_process';
 import path from 'node:path';
 import { ApiClient } from '../test/support/app';
-import { startDnsServer } from '../test/support/dns-server';
+import { startDnsServer, type TestDnsServer } from '../test/support/dns-server';
 import { prepareAccount, startServer, type Server } from './delivery-harness';
 import type { LoadResult, LoadSpec } from './compare-load';
 import type { SinkReport } from './compare-sink';
@@ -36,13 +36,23 @@ export interface PigeonOptions {
   dataDir?: string;
   /** a send key from an earlier start on the same dataDir: its account and domain are already set up */
   sendKey?: string;
+  /** merged over the bench config (e.g. database, node, ips for a node on PostgreSQL) */
+  config?: Record<string, unknown>;
+  /** a DNS server of an earlier start to share (another node on the same database); it stays open at close */
+  dns?: TestDnsServer;
 }
 
-export async function startPigeon(opts: PigeonOptions): Promise<Pigeon> {
-  const dns = await startDnsServer({
+/** The loopback DNS server of the bench: sink.test's MX is 127.0.0.1; prepareAccount publishes shop.bench's records. */
+export function startBenchDns(): Promise<TestDnsServer> {
+  return startDnsServer({
     'sink.test': [{ type: 'MX', data: { preference: 10, exchange: 'mx.sink.test' } }],
     'mx.sink.test': [{ type: 'A', data: '127.0.0.1' }],
   });
+}
+
+export async function startPigeon(opts: PigeonOptions): Promise<Pigeon> {
+  const dns = opts.dns ?? (await startBenchDns());
+  const closeDns = () => (opts.dns ? Promise.resolve() : dns.close());
   const config = {
     hostname: 'mta.bench',
     dns: { servers: [dns.address] },
@@ -51,18 +61,19 @@ export async function startPigeon(opts: PigeonOptions): Promise<Pigeon> {
     smtp: { submission: { allowInsecureAuth: true, maxConnectionsPerClient: 1000 } },
     ips: [{ address: '127.0.0.1', hostname: 'out.mta.bench' }],
     ...(opts.dataDir ? { dataDir: opts.dataDir } : {}),
+    ...opts.config,
   };
   const server = await startServer(config, opts.paused ? 'accept-only' : 'all');
   try {
     const sendKey = opts.sendKey ?? (await prepareAccount(server, dns));
     const close = async (how: 'stop' | 'kill') => {
       await server[how]();
-      await dns.close();
+      await closeDns();
     };
     return { server, sendKey, adminKey: server.key, smtpPort: server.smtpPort, close: () => close('stop'), kill: () => close('kill') };
   } catch (err) {
     await server.stop();
-    await dns.close();
+    await closeDns();
     throw err;
   }
 }

@@ -8,9 +8,12 @@
  * that only this benchmark needs: rows that need a missing one say so and are
  * skipped. See docs/benchmarks.md.
  *
- *   npm run bench compare [-- --only=e2e,webhook,api,smtp,latency,queue,crash,statements,floor]
+ *   npm run bench compare [-- --only=e2e,webhook,api,smtp,latency,queue,crash,statements,floor,nodes]
  *     [--rounds=2] [--seconds=8] [--messages=4000] [--connections=20] [--size=5120]
- *     [--rate=150] [--latency-messages=1500] [--queued=1000,1000000] [--burst=100]
+ *     [--rate=150] [--latency-messages=1500] [--queued=1000,1000000] [--burst=100] [--nodes=2]
+ *
+ * `nodes` is `e2e`'s Pigeon run on SQLite, on PostgreSQL with one node and
+ * with --nodes nodes sharing it (skipped when PostgreSQL is not installed).
  */
 import { missingTools, loadAverage } from './compare-tools';
 import { apiAccept, endToEnd, latency, smtpAccept, withWebhook } from './compare-throughput';
@@ -18,6 +21,7 @@ import { queued } from './compare-queue';
 import { statements } from './compare-statements';
 import { crash } from './compare-crash';
 import { stackFloor } from './compare-floor';
+import { nodes } from './compare-nodes';
 
 export interface CompareOptions {
   only: string[];
@@ -32,6 +36,8 @@ export interface CompareOptions {
   latencyMessages: number;
   queued: number[];
   burst: number;
+  /** appliance processes on one PostgreSQL database in the `nodes` section */
+  nodes: number;
 }
 
 export interface Row {
@@ -51,6 +57,7 @@ const SECTIONS: Record<string, { title: string; tools: string[]; run: (o: Compar
   crash: { title: 'kill -9 mid-burst, then restart', tools: [], run: crash },
   floor: { title: 'the stack\'s floor: Postfix, a database-less Node relay on the same libraries, and Pigeon, alternately', tools: ['postfix', 'smtp-source', 'smtp-sink', 'wrk'], run: stackFloor },
   statements: { title: 'SQL statements per message (in process, knex query events)', tools: [], run: statements },
+  nodes: { title: 'end to end on SQLite, PostgreSQL with one node and with several nodes on one database', tools: ['smtp-sink', 'wrk'], run: nodes },
 };
 
 function parseOptions(args: string[]): CompareOptions {
@@ -66,6 +73,7 @@ function parseOptions(args: string[]): CompareOptions {
     latencyMessages: Number(get('latency-messages', '1500')),
     queued: get('queued', '1000,1000000').split(',').map(Number),
     burst: Number(get('burst', '100')),
+    nodes: Number(get('nodes', '2')),
   };
 }
 

@@ -22,6 +22,7 @@ import { Signals } from './signals';
 import { SecuritySettings } from './auth/settings';
 import { AuthFailureLimiter, TokenBuckets } from './auth/rate-limit';
 import { bootstrapIfEmpty } from './auth/bootstrap';
+import { secretKeyMismatch } from './domains/secret-key-check';
 import { createHttpApp } from './http/server';
 import { consoleStatic } from './http/console-static';
 import { addEventSink } from './events/record';
@@ -58,6 +59,12 @@ export async function createApp(input: Config | ConfigInput = {}, options: AppOp
   const db = openDatabase(config, undefined, { autoCheckpoint: false }); // the writer checkpoints between its commits
   await migrateLatest(db);
   const bootstrapKey = await bootstrapIfEmpty(db, clock.now());
+  // A node whose secret.key cannot open the database's DKIM keys would defer every signed message: refuse to start.
+  const foreignKey = await secretKeyMismatch(db, config.dataDir);
+  if (foreignKey) {
+    await db.destroy();
+    throw new Error(foreignKey);
+  }
   const reader = openReader(config);
   attachReader(db, reader);
 

@@ -12,7 +12,7 @@ import { checkSmtpTls } from '../smtp/doctor';
 import { checkWebhooks } from '../webhooks/doctor';
 import { checkSourceAddresses } from '../delivery/doctor';
 import { checkReputation } from '../reputation/doctor';
-import { checkSenderRules } from '../domains/doctor';
+import { checkSecretKey, checkSenderRules } from '../domains/doctor';
 
 export interface CheckResult {
   name: string;
@@ -64,7 +64,7 @@ async function checkPorts(config: Config): Promise<CheckResult[]> {
   return results;
 }
 
-export const CHECKS: Check[] = [checkDatabase, checkPorts, checkPtr, checkReputation, checkSenderRules, checkSourceAddresses, checkWebhooks, (config) => checkSmtpTls(config)];
+export const CHECKS: Check[] = [checkDatabase, checkPorts, checkPtr, checkReputation, checkSecretKey, checkSenderRules, checkSourceAddresses, checkWebhooks, (config) => checkSmtpTls(config)];
 
 export async function doctorCommand(ctx: CliContext): Promise<void> {
   let failed = false;

@@ -8,6 +8,7 @@ import type { Config } from '../config';
 import { openDatabase } from '../db';
 import type { CheckResult } from '../cli/doctor';
 import { senderRules, type SenderRules } from './sender-rules';
+import { secretKeyMismatch } from './secret-key-check';
 import { listDomains, type DomainsContext } from './service';
 import { verificationResolver } from './verify';
 
@@ -41,6 +42,18 @@ export async function checkSenderRules(config: Config): Promise<CheckResult[]> {
     return results;
   } catch {
     return []; // the database check reports an unreachable database
+  } finally {
+    await db.destroy();
+  }
+}
+
+/** The dataDir's secret.key opens the DKIM keys in the database (secret-key-check.ts). */
+export async function checkSecretKey(config: Config): Promise<CheckResult[]> {
+  const db = openDatabase(config);
+  try {
+    const problem = await secretKeyMismatch(db, config.dataDir);
+    if (problem) return [{ name: 'secret.key', status: 'fail', detail: problem }];
+    return [{ name: 'secret.key', status: 'ok', detail: 'opens the DKIM keys in the database' }];
   } finally {
     await db.destroy();
   }
