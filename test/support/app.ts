@@ -15,6 +15,7 @@ import type { ConfigInput } from '../../src/config';
 import { mergeDeep } from './merge';
 import { databaseFor, testPostgresAdminUrl } from './postgres';
 import { findAccountByName } from '../../src/auth/accounts';
+import { loadOrCreateMasterKey, MASTER_KEY_FILE } from '../../src/crypto/secret-box';
 import { createKey as createKeyInDb } from '../../src/auth/keys';
 import { SCOPES, type Scope } from '../../src/auth/scopes';
 
@@ -52,9 +53,24 @@ function testDatabase(dataDir: string): ConfigInput {
   return { database: { client: 'postgres', url: databaseFor(adminUrl, dataDir) } };
 }
 
-export async function startTestApp(overrides: ConfigInput = {}, options: AppOptions = {}): Promise<TestApp> {
+export interface TestAppOptions extends AppOptions {
+  /**
+   * PostgreSQL only: a second node on this app's database (several nodes, one database). It gets its own
+   * dataDir with a copy of the first one's secret.key (every node needs the same), and the first one's key.
+   */
+  sameDatabaseAs?: TestApp;
+}
+
+export async function startTestApp(overrides: ConfigInput = {}, options: TestAppOptions = {}): Promise<TestApp> {
   if (onPostgres) await testPostgresAdminUrl();
+  const { sameDatabaseAs: first, ...appOptions } = options;
+  if (first && !onPostgres) throw new Error('sameDatabaseAs needs PIGEON_TEST_DATABASE=postgres');
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'pigeon-test-'));
+  if (first) {
+    loadOrCreateMasterKey(first.dataDir);
+    fs.copyFileSync(path.join(first.dataDir, MASTER_KEY_FILE), path.join(dataDir, MASTER_KEY_FILE));
+    overrides = mergeDeep({ database: { url: first.config.database.url } }, overrides) as ConfigInput;
+  }
   const logs: string[] = [];
   const logStream = new Writable({
     write(chunk, _enc, cb) {
@@ -62,11 +78,12 @@ export async function startTestApp(overrides: ConfigInput = {}, options: AppOpti
       cb();
     },
   });
-  const app = await createApp(testConfig(dataDir, overrides), { logStream, ...options });
-  if (!app.bootstrapKey) throw new Error('expected a bootstrap key on a fresh database');
-  const api = new ApiClient(app.http.url, app.bootstrapKey);
+  const app = await createApp(testConfig(dataDir, overrides), { logStream, ...appOptions });
+  const key = app.bootstrapKey ?? first?.key;
+  if (!key) throw new Error('expected a bootstrap key on a fresh database');
+  const api = new ApiClient(app.http.url, key);
   return Object.assign(app, {
-    key: app.bootstrapKey,
+    key,
     logs,
     dataDir,
     api,
