@@ -56,8 +56,8 @@ describe('two nodes on one PostgreSQL database', () => {
   }
 
   /** Node A (first: it creates the database), node B on the same one; a verified sending domain; pool-a on A, pool-b on B. */
-  async function twoNodes(extra: ConfigInput = {}): Promise<[Node, Node]> {
-    clock = new FakeClock(Date.now());
+  async function twoNodes(extra: ConfigInput = {}, now = Date.now()): Promise<[Node, Node]> {
+    clock = new FakeClock(now);
     const a = await startNode('node-a', A, undefined, extra);
     const b = await startNode('node-b', B, a.app, extra);
     await verifiedDomain(a.app, dns, SENDER_DOMAIN);
@@ -138,13 +138,14 @@ describe('two nodes on one PostgreSQL database', () => {
     const [a, b] = await twoNodes();
     const receiver: WebhookReceiver = await startWebhookReceiver();
     try {
-      // A sandbox webhook: sandbox messages are delivered by the simulator on whichever node claims them.
+      // A sandbox webhook: sandbox messages are delivered by the simulator on whichever node claims them. Every
+      // send is scheduled, so no lease is held while the fake clock jumps (a lapsed lease is claimed again).
       assert.equal((await a.app.api.post('/v1/webhooks', { url: receiver.url, events: ['message.delivered'] })).status, 201);
       const later = clock.now() + 3_600_000;
       const live = [...(await send(a.live, Array.from({ length: 20 }, (_, i) => `sched-a${i}@dest.test`), { send_at: new Date(later).toISOString() })),
         ...(await send(b.live, Array.from({ length: 20 }, (_, i) => `sched-b${i}@dest.test`), { send_at: new Date(later).toISOString() }))];
       const sandbox = [...(await send(a.app.api, Array.from({ length: 15 }, (_, i) => `hook-a${i}@dest.test`), { send_at: new Date(later).toISOString() })),
-        ...(await send(b.app.api, Array.from({ length: 15 }, (_, i) => `hook-b${i}@dest.test`)))];
+        ...(await send(b.app.api, Array.from({ length: 15 }, (_, i) => `hook-b${i}@dest.test`), { send_at: new Date(later).toISOString() }))];
       await Promise.all(nodes.map((n) => n.mta.runOnce()));
       assert.equal(sink.messages.length, 0, 'nothing scheduled goes before its time');
       clock.advance(3_600_000 + 1000);
@@ -218,8 +219,9 @@ describe('two nodes on one PostgreSQL database', () => {
   });
 
   it('a warm-up rolls over once a day, on the node that has the address', async () => {
-    const [a, b] = await twoNodes();
-    await startWarmupOn(a.app.deps, [A.address], 'standard');
+    // 23:00 UTC: nearly all of a day's cap is open (it is spread over the hours); 6 sends are over half of 10.
+    const [a, b] = await twoNodes({}, Date.UTC(2026, 2, 2, 23));
+    await startWarmupOn(a.app.deps, [A.address], [10, 20, 40]);
     const to = (day: number) => Array.from({ length: 3 }, (_, i) => `w${day}-${i}@dest.test`);
     const ids = [...(await send(a.live, to(1), { ip_pool: 'pool-a' })), ...(await send(b.live, to(1).map((r) => `b${r}`), { ip_pool: 'pool-a' }))];
     await drain(a, ids);
