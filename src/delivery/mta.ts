@@ -8,6 +8,7 @@
  */
 import type { AppDeps } from '../deps';
 import type { Db } from '../db';
+import { isPostgres } from '../db';
 import type { Worker } from '../modules';
 import { assemble, type DeliveryHooks } from './assemble';
 import type { Submit, Transact } from './commit';
@@ -29,6 +30,11 @@ export type { DeliveryHooks };
 
 /** The longest a timer sleeps before looking again (also bounds a clock jump). */
 const MAX_SLEEP_MS = 60 * 60_000;
+/**
+ * On PostgreSQL other nodes accept sends this node may have to make (its pools) and no signal of theirs
+ * reaches it: an idle node looks at the queue at least this often (one indexed read).
+ */
+const SHARED_QUEUE_LOOK_MS = 5_000;
 /** While messages are in flight, how often the queue is looked at for retries falling due. */
 const BUSY_CHECK_MS = 1000;
 
@@ -292,8 +298,9 @@ export class Mta implements Worker, HandoffTaker {
     }
     const at = await nextWakeAt(this.reader, this.sendable);
     if (!this.running || this.inflight.size > 0) return;
-    if (at === null) return this.setTimer(null);
-    this.setTimer(Math.min(Math.max(0, at - this.deps.clock.now()), MAX_SLEEP_MS));
+    const longest = isPostgres(this.deps.db) ? SHARED_QUEUE_LOOK_MS : MAX_SLEEP_MS;
+    if (at === null) return this.setTimer(isPostgres(this.deps.db) ? longest : null);
+    this.setTimer(Math.min(Math.max(0, at - this.deps.clock.now()), longest));
   }
 
   private setTimer(delayMs: number | null): void {
