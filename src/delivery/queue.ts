@@ -47,13 +47,24 @@ export const newLeaseOwner = (node: string): string => `mta-${node}-${process.pi
  */
 export async function releaseStaleLeases(db: Db, now: number, node: string): Promise<number> {
   const ours = db('messages').where({ status: 'sending' });
-  if (isPostgres(db)) ours.where('lease_owner', 'like', `mta-${node.replace(/[\\%_]/g, (c) => `\\${c}`)}-%`);
+  if (isPostgres(db)) ours.whereIn('lease_owner', await ownLeaseOwners(db, node));
   return ours.update({
     status: db.raw("case when attempts > 0 then 'deferred' else 'queued' end"),
     lease_owner: null,
     lease_expires_at: null,
     updated_at: now,
   });
+}
+
+/**
+ * This node's lease owners among the `sending` rows. LIKE finds the candidates; the exact shape is checked
+ * here, since node ids may hold `-`: node `a`'s pattern `mta-a-%` also matches node `a-2`'s leases.
+ */
+async function ownLeaseOwners(db: Db, node: string): Promise<string[]> {
+  const rows: Array<{ lease_owner: string }> = await db('messages').where({ status: 'sending' })
+    .where('lease_owner', 'like', `mta-${node.replace(/[\\%_]/g, (c) => `\\${c}`)}-%`).distinct('lease_owner');
+  const exact = new RegExp(`^mta-${node.replace(/[.]/g, '\\.')}-\\d+-[0-9a-f]+(\\.\\d+)?$`);
+  return rows.map((r) => r.lease_owner).filter((owner) => exact.test(owner));
 }
 
 /** Every row (one node that can send everything: tests, benchmarks). */
