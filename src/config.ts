@@ -265,6 +265,8 @@ export const configSchema = z.strictObject({
   node: z.strictObject({
     id: z.string().max(64).regex(/^[A-Za-z0-9._-]*$/, 'letters, digits, ".", "_" and "-" only').default('')
       .describe('This node\'s name when several nodes share one PostgreSQL database (it marks the leases this node holds); empty uses the hostname.'),
+    electionRetryMs: z.number().int().min(100).max(600_000).default(5_000)
+      .describe('PostgreSQL: how often a node not elected for background work (re-checks, reputation watch, TLS reports) tries to take the advisory lock, and how often the elected node checks its session.'),
   }).prefault({}).describe('This node, when several share a database (README "Running several nodes").'),
   database: z.strictObject({
     client: z.enum(['sqlite', 'postgres']).default('sqlite')

@@ -15,7 +15,7 @@ import { getSigningKey } from './domains/signing';
 import { createRecheckWorker } from './domains/worker';
 import { registerPoolRoutes } from './pools/routes';
 import { poolDeliveryHooks } from './pools/selector';
-import { createPoolsWorker } from './pools/worker';
+import { createPoolsPruneWorker, createPoolsWorker } from './pools/worker';
 import { createReputationWatch } from './reputation/watch';
 import { smtpListeners } from './smtp';
 import { webhooksModule } from './webhooks';
@@ -29,6 +29,7 @@ import { registerSuppressionRoutes } from './suppressions/routes';
 import { uploadRunner } from './suppressions/upload-runner';
 import { TlsReportWorker } from './tls-policy/worker';
 import { compatListeners } from './compat';
+import { leaderOf, singleton } from './db/leader';
 
 /** A background loop (MTA, webhook dispatcher, re-checks…). */
 export interface Worker {
@@ -56,13 +57,18 @@ export interface Module {
   eventSinks?: EventSink[];
 }
 
+/**
+ * Workers wrapped in `singleton` run on one elected node when several share a PostgreSQL database
+ * (db/leader.ts); the others are safe on every node (claims with SKIP LOCKED, or per-node state).
+ */
 export const MODULES: Module[] = [
+  { name: 'election', workers: (deps) => [leaderOf(deps)] },
   { name: 'auth', routes: registerAuthRoutes },
   { name: 'users', routes: registerUserRoutes },
   { name: 'messages', routes: registerMessageRoutes, workers: (deps) => [compilePoolOf(deps)] },
-  { name: 'domains', routes: registerDomainRoutes, workers: (deps) => [createRecheckWorker(deps)] },
-  { name: 'pools', routes: registerPoolRoutes, workers: (deps) => [createPoolsWorker(deps)] },
-  { name: 'reputation', workers: (deps) => [createReputationWatch(deps)] },
+  { name: 'domains', routes: registerDomainRoutes, workers: (deps) => [singleton(deps, () => createRecheckWorker(deps))] },
+  { name: 'pools', routes: registerPoolRoutes, workers: (deps) => [createPoolsWorker(deps), singleton(deps, () => createPoolsPruneWorker(deps))] },
+  { name: 'reputation', workers: (deps) => [singleton(deps, () => createReputationWatch(deps))] },
   {
     name: 'delivery',
     workers: (deps) => [
@@ -73,7 +79,7 @@ export const MODULES: Module[] = [
       }),
     ],
   },
-  { name: 'tls-reports', workers: (deps) => [new TlsReportWorker(deps)] },
+  { name: 'tls-reports', workers: (deps) => [singleton(deps, () => new TlsReportWorker(deps))] },
   { name: 'smtp', listeners: smtpListeners },
   webhooksModule,
   { name: 'tracking', routes: registerTrackingRoutes },

@@ -11,7 +11,13 @@
  * claimed row, so after a crash the start-up release returns it to the queue,
  * and if the MTA cannot take it (stopping), the lease lapses and a claim
  * picks it up.
+ *
+ * With several nodes on one database, the MTA takes only copies this node
+ * can send (pools/node-scope.ts): a send for a pool whose addresses are on
+ * another node is written queued, for that node's claim.
  */
+import type { SendFacts } from '../pools/node-scope';
+
 export interface Lease {
   owner: string;
   expiresAt: number;
@@ -30,8 +36,8 @@ export interface Grant extends Lease {
 }
 
 export interface HandoffTaker {
-  /** Up to `wanted` free slots for copies due now, or null when it takes none. */
-  reserve(wanted: number, now: number): Grant | null;
+  /** Up to `wanted` free slots for copies due now of a batch with these facts, or null when it takes none. */
+  reserve(wanted: number, now: number, batch: SendFacts): Promise<Grant | null>;
 }
 
 /** The meeting point in AppDeps: the MTA attaches itself while it runs; the accept path asks it. */
@@ -46,7 +52,7 @@ export class Handoff {
     if (this.taker === taker) this.taker = null;
   }
 
-  reserve(wanted: number, now: number): Grant | null {
-    return wanted > 0 && this.taker ? this.taker.reserve(wanted, now) : null;
+  async reserve(wanted: number, now: number, batch: SendFacts): Promise<Grant | null> {
+    return wanted > 0 && this.taker ? this.taker.reserve(wanted, now, batch) : null;
   }
 }

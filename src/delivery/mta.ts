@@ -8,6 +8,7 @@
  */
 import type { AppDeps } from '../deps';
 import type { Db } from '../db';
+import { isPostgres } from '../db';
 import type { Worker } from '../modules';
 import { assemble, type DeliveryHooks } from './assemble';
 import type { Submit, Transact } from './commit';
@@ -22,12 +23,18 @@ import { recordOutcome, type Recorded } from './record';
 import type { Signer } from './signer';
 import type { SmtpPool } from './smtp-pool';
 import { createSourcePicker, nothingToSettle } from './source';
+import { sendableHere, sendsHere, type SendableScope, type SendFacts } from '../pools/node-scope';
 import type { Job, Outcome } from './types';
 
 export type { DeliveryHooks };
 
 /** The longest a timer sleeps before looking again (also bounds a clock jump). */
 const MAX_SLEEP_MS = 60 * 60_000;
+/**
+ * On PostgreSQL other nodes accept sends this node may have to make (its pools) and no signal of theirs
+ * reaches it: an idle node looks at the queue at least this often (one indexed read).
+ */
+const SHARED_QUEUE_LOOK_MS = 5_000;
 /** While messages are in flight, how often the queue is looked at for retries falling due. */
 const BUSY_CHECK_MS = 1000;
 
@@ -37,6 +44,8 @@ export class Mta implements Worker, HandoffTaker {
   readonly pool: SmtpPool;
   readonly metrics: DeliveryMetrics;
   private readonly owner: string;
+  /** the queued rows this node can send: sandbox, and pools with an address in this node's ips */
+  private readonly sendable: SendableScope;
   private readonly pipeline: PipelineDeps;
   private readonly transact: Transact;
   private readonly submit: Submit;
@@ -71,6 +80,7 @@ export class Mta implements Worker, HandoffTaker {
     hooks: Partial<DeliveryHooks> = {},
   ) {
     this.owner = newLeaseOwner(nodeId(deps.config));
+    this.sendable = sendableHere(deps.config);
     this.transact = (work) => deps.writer.run(work);
     this.submit = (kind, item) => deps.writer.batch(kind, item);
     this.reader = deps.reader; // the app's read-only connections: WAL reads never queue behind the writer
@@ -137,7 +147,7 @@ export class Mta implements Worker, HandoffTaker {
       }
       // A look on the reader first: the claim, a write, only when something is due (a test's clock moves
       // without our timers, so the drained flag cannot tell).
-      const at = await nextWakeAt(this.reader);
+      const at = await nextWakeAt(this.reader, this.sendable);
       if (at === null || at > this.deps.clock.now()) {
         if (!this.pumpScheduled && !this.pumping && !this.inflight.size && !this.handing.size) return;
         continue;
@@ -191,8 +201,12 @@ export class Mta implements Worker, HandoffTaker {
     return this.deps.config.delivery.concurrency - this.inflight.size - this.reserved - this.claiming;
   }
 
-  /** The accept path offers copies due now: take what free slots allow, leased to us in its transaction. */
-  reserve(wanted: number, now: number): Grant | null {
+  /**
+   * The accept path offers copies due now: take what free slots allow, leased to us in its transaction; none
+   * of a pool this node has no address of (another node's claim takes them).
+   */
+  async reserve(wanted: number, now: number, batch: SendFacts): Promise<Grant | null> {
+    if (!(await this.sendsHere(batch))) return null;
     const count = Math.min(wanted, this.freeSlots());
     if (!this.running || count <= 0) return null;
     this.reserved += count;
@@ -222,6 +236,15 @@ export class Mta implements Worker, HandoffTaker {
     };
   }
 
+  private async sendsHere(batch: SendFacts): Promise<boolean> {
+    try {
+      return await sendsHere(this.deps.db, this.deps.config, batch);
+    } catch (err) {
+      this.deps.log.warn({ err }, 'could not tell whether this node sends an accepted batch; leaving it to the claim');
+      return false;
+    }
+  }
+
   private async loadPausedDestinations(): Promise<void> {
     try {
       this.pausedDestinations = await pausedDestinations(this.reader);
@@ -246,6 +269,7 @@ export class Mta implements Worker, HandoffTaker {
       now: this.deps.clock.now(),
       leaseMs: this.deps.config.delivery.leaseSeconds * 1000,
       limit,
+      sendable: this.sendable,
     };
     const kicksBefore = this.kicks;
     this.claiming += limit; // these slots are spoken for until the claimed jobs are in flight (reserve() sees it)
@@ -272,10 +296,11 @@ export class Mta implements Worker, HandoffTaker {
       if (!this.timer) this.setTimer(BUSY_CHECK_MS);
       return;
     }
-    const at = await nextWakeAt(this.reader);
+    const at = await nextWakeAt(this.reader, this.sendable);
     if (!this.running || this.inflight.size > 0) return;
-    if (at === null) return this.setTimer(null);
-    this.setTimer(Math.min(Math.max(0, at - this.deps.clock.now()), MAX_SLEEP_MS));
+    const longest = isPostgres(this.deps.db) ? SHARED_QUEUE_LOOK_MS : MAX_SLEEP_MS;
+    if (at === null) return this.setTimer(isPostgres(this.deps.db) ? longest : null);
+    this.setTimer(Math.min(Math.max(0, at - this.deps.clock.now()), longest));
   }
 
   private setTimer(delayMs: number | null): void {

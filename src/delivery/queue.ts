@@ -6,13 +6,17 @@
  * still holding that lease. Nothing about the queue lives only in memory.
  *
  * On PostgreSQL (the scale-out path) the inner SELECT gains
- * FOR UPDATE SKIP LOCKED; the rest is portable.
+ * FOR UPDATE SKIP LOCKED; the rest is portable. With several nodes on one
+ * database each claims only what it can send (`sendable`, from
+ * pools/node-scope.ts: sandbox messages, and pools with an address on this
+ * node); nextWakeAt looks at those rows only.
  */
 import crypto from 'node:crypto';
 import os from 'node:os';
 import type { Config } from '../config';
 import type { Db, Queryable } from '../db';
 import { fromJson, isPostgres } from '../db';
+import type { SendableScope } from '../pools/node-scope';
 import type { Job } from './types';
 
 /** Statuses a row can be claimed from (a `sending` row only once its lease has expired). */
@@ -43,7 +47,7 @@ export const newLeaseOwner = (node: string): string => `mta-${node}-${process.pi
  */
 export async function releaseStaleLeases(db: Db, now: number, node: string): Promise<number> {
   const ours = db('messages').where({ status: 'sending' });
-  if (isPostgres(db)) ours.where('lease_owner', 'like', `mta-${node.replace(/[\\%_]/g, (c) => `\\${c}`)}-%`);
+  if (isPostgres(db)) ours.whereIn('lease_owner', await ownLeaseOwners(db, node));
   return ours.update({
     status: db.raw("case when attempts > 0 then 'deferred' else 'queued' end"),
     lease_owner: null,
@@ -52,8 +56,25 @@ export async function releaseStaleLeases(db: Db, now: number, node: string): Pro
   });
 }
 
-/** Claims up to `limit` due rows for `owner` and returns them as jobs. */
-export async function claim(db: Queryable, input: { owner: string; now: number; leaseMs: number; limit: number; dueBy?: number }): Promise<Job[]> {
+/**
+ * This node's lease owners among the `sending` rows. LIKE finds the candidates; the exact shape is checked
+ * here, since node ids may hold `-`: node `a`'s pattern `mta-a-%` also matches node `a-2`'s leases.
+ */
+async function ownLeaseOwners(db: Db, node: string): Promise<string[]> {
+  const rows: Array<{ lease_owner: string }> = await db('messages').where({ status: 'sending' })
+    .where('lease_owner', 'like', `mta-${node.replace(/[\\%_]/g, (c) => `\\${c}`)}-%`).distinct('lease_owner');
+  const exact = new RegExp(`^mta-${node.replace(/[.]/g, '\\.')}-\\d+-[0-9a-f]+(\\.\\d+)?$`);
+  return rows.map((r) => r.lease_owner).filter((owner) => exact.test(owner));
+}
+
+/** Every row (one node that can send everything: tests, benchmarks). */
+const everything: SendableScope = () => undefined;
+
+/** Claims up to `limit` due rows this node can send (`sendable`) for `owner` and returns them as jobs. */
+export async function claim(
+  db: Queryable,
+  input: { owner: string; now: number; leaseMs: number; limit: number; dueBy?: number; sendable?: SendableScope },
+): Promise<Job[]> {
   const { owner, now, leaseMs, limit } = input;
   const due = db('messages')
     .select('id')
@@ -61,6 +82,7 @@ export async function claim(db: Queryable, input: { owner: string; now: number; 
     .whereIn('status', CLAIMABLE)
     .where((q) => q.whereNull('lease_owner').orWhere('lease_expires_at', '<', now))
     .whereNotIn('recipient_domain', paused(db))
+    .modify(input.sendable ?? everything)
     .orderBy('next_attempt_at')
     .limit(limit);
   // Several nodes on PostgreSQL: rows another node is claiming now are skipped instead of waited for.
@@ -72,11 +94,15 @@ export async function claim(db: Queryable, input: { owner: string; now: number; 
   return (rows as MessageRow[]).map(toJob);
 }
 
-/** When the worker should look again: the earliest waiting row or expiring lease; null when the queue is empty. */
-export async function nextWakeAt(db: Queryable): Promise<number | null> {
+/**
+ * When the worker should look again: the earliest waiting row or expiring lease among the rows this node can
+ * send; null when there is none.
+ */
+export async function nextWakeAt(db: Queryable, sendable: SendableScope = everything): Promise<number | null> {
   const waiting = await db('messages').whereNotNull('next_attempt_at').whereIn('status', WAITING).whereNotIn('recipient_domain', paused(db))
-    .min({ at: 'next_attempt_at' }).first();
-  const leased = await db('messages').where({ status: 'sending' }).whereNotNull('next_attempt_at').min({ at: 'lease_expires_at' }).first();
+    .modify(sendable).min({ at: 'next_attempt_at' }).first();
+  const leased = await db('messages').where({ status: 'sending' }).whereNotNull('next_attempt_at').modify(sendable)
+    .min({ at: 'lease_expires_at' }).first();
   const times = [waiting?.at, leased?.at].filter((t): t is number => t !== null && t !== undefined).map(Number);
   return times.length ? Math.min(...times) : null;
 }

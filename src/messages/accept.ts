@@ -148,7 +148,7 @@ export async function acceptBatch(deps: AppDeps, batch: AcceptBatch, alsoInTx?: 
  */
 export async function acceptBatches(deps: AppDeps, batches: AcceptBatch[], alsoInTx?: (trx: Tx) => Promise<void>): Promise<AcceptedMessage[][]> {
   const { accepted } = partsFor(deps);
-  const grants = batches.map((b) => (statusOf(b) === 'queued' ? deps.handoff.reserve(b.messages.length, b.now) : null));
+  const grants = await Promise.all(batches.map((b) => (statusOf(b) === 'queued' ? deps.handoff.reserve(b.messages.length, b.now, b) : null)));
   const rows = batches.map((b, i) => messageRows(b, grants[i]));
   const weight = batches.reduce((n, b) => n + b.messages.length, 0);
   try {

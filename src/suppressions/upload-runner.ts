@@ -1,13 +1,16 @@
 /**
  * Runs suppression uploads for one app and is the suppressions module's
  * background worker: at start it cleans up uploads a crashed process left
- * behind; at stop it aborts the uploads still running, so each undoes its
+ * behind (with several nodes on PostgreSQL: this node's earlier processes'
+ * only, as another node's upload may be running; an upload runs on the node
+ * that accepted it); at stop it aborts the uploads still running, so each undoes its
  * rows before the database closes (what it cannot finish, the next start's
  * sweep does).
  */
 import type { AppDeps } from '../deps';
 import type { Worker } from '../modules';
 import { ApiError } from '../http/errors';
+import os from 'node:os';
 import { importSuppressionCsv, UploadInput, UploadResult } from './upload';
 import { recoverInterruptedUploads } from './upload-state';
 
@@ -28,12 +31,15 @@ export class UploadRunner implements Worker {
   readonly name = 'suppression-uploads';
   private readonly running = new Set<{ controller: AbortController; done: Promise<unknown> }>();
   private recovery: Promise<void> = Promise.resolve();
+  private readonly node: string;
 
-  constructor(private readonly deps: AppDeps) {}
+  constructor(private readonly deps: AppDeps) {
+    this.node = deps.config.node.id || os.hostname();
+  }
 
   start(): void {
     const { db, config, log } = this.deps;
-    this.recovery = recoverInterruptedUploads(db, config.suppressions.uploadBatchRows)
+    this.recovery = recoverInterruptedUploads(db, config.suppressions.uploadBatchRows, this.node)
       .then((n) => void (n && log.warn({ uploads: n }, 'removed the rows of suppression uploads interrupted by a stop')))
       .catch((err: unknown) => log.error({ err }, 'could not clean up interrupted suppression uploads'));
   }
@@ -47,7 +53,7 @@ export class UploadRunner implements Worker {
   async run(input: Omit<UploadInput, 'signal' | 'batchRows'>, onClientGone: (abort: () => void) => void): Promise<UploadResult> {
     const controller = new AbortController();
     onClientGone(() => controller.abort(clientGone()));
-    const done = importSuppressionCsv(this.deps.db, { ...input, batchRows: this.deps.config.suppressions.uploadBatchRows, signal: controller.signal });
+    const done = importSuppressionCsv(this.deps.db, { ...input, batchRows: this.deps.config.suppressions.uploadBatchRows, signal: controller.signal, node: this.node });
     const entry = { controller, done };
     this.running.add(entry);
     try {

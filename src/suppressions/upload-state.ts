@@ -6,12 +6,19 @@
  * crashed process left behind. See the migration 20261122010001 for the model.
  */
 import type { Db } from '../db';
+import { isPostgres } from '../db';
 import { newId, randomBase62 } from '../ids';
 import { conflict } from '../http/errors';
 import { WriterTurns } from './writer-turns';
 
 /** This server process; an upload row with another owner found at start-up belongs to a process that is gone. */
 export const PROCESS_OWNER = `pid${process.pid}-${randomBase62(12)}`;
+
+/**
+ * The owner written on this process's uploads: `<node>/pid…`, so that with several nodes on one PostgreSQL
+ * database a node's start-up sweep finds its own earlier processes' uploads and leaves the other nodes' alone.
+ */
+export const uploadOwner = (node: string): string => (node ? `${node}/${PROCESS_OWNER}` : PROCESS_OWNER);
 
 export interface UploadHandle {
   id: string;
@@ -21,10 +28,10 @@ export interface UploadHandle {
 }
 
 /** Takes the account's upload lock; 409 upload_in_progress while another upload of the account runs. */
-export async function beginUpload(db: Db, accountId: string, now: number): Promise<UploadHandle> {
+export async function beginUpload(db: Db, accountId: string, now: number, node = ''): Promise<UploadHandle> {
   const upload = { id: newId('upl'), accountId, firstRowId: newId('sup') };
   const inserted = await db('suppression_uploads')
-    .insert({ id: upload.id, account_id: accountId, owner: PROCESS_OWNER, first_row_id: upload.firstRowId, started_at: now })
+    .insert({ id: upload.id, account_id: accountId, owner: uploadOwner(node), first_row_id: upload.firstRowId, started_at: now })
     .onConflict('account_id')
     .ignore()
     .returning('id');
@@ -62,10 +69,17 @@ export async function abortUpload(db: Db, upload: UploadHandle, batchRows: numbe
   await db('suppression_uploads').where({ id: upload.id }).delete();
 }
 
-/** Aborts the uploads other (crashed) processes left behind; run once at start-up. */
-export async function recoverInterruptedUploads(db: Db, batchRows: number): Promise<number> {
+/**
+ * Aborts the uploads other (crashed) processes left behind; run once at start-up. On SQLite that is every
+ * other owner's (one node per database); on PostgreSQL only those of this node's earlier processes, since
+ * another node's upload may be running right now.
+ */
+export async function recoverInterruptedUploads(db: Db, batchRows: number, node = ''): Promise<number> {
   const stale: Array<{ id: string; account_id: string; first_row_id: string }> = await db('suppression_uploads')
-    .whereNot({ owner: PROCESS_OWNER })
+    .whereNot({ owner: uploadOwner(node) })
+    .modify((q) => {
+      if (isPostgres(db)) q.where('owner', 'like', `${node.replace(/[\\%_]/g, (c) => `\\${c}`)}/%`);
+    })
     .select('id', 'account_id', 'first_row_id');
   for (const row of stale) await abortUpload(db, { id: row.id, accountId: row.account_id, firstRowId: row.first_row_id }, batchRows);
   return stale.length;

@@ -186,12 +186,14 @@ export interface UploadInput {
   batchRows: number;
   /** Aborted when the client hangs up or the server stops; the upload is then undone. */
   signal?: AbortSignal;
+  /** This node's name (node.id), written on the upload's lock row (upload-state.ts uploadOwner). */
+  node?: string;
 }
 
 /** Adds every valid address of the CSV at `filePath`; all or nothing. */
 export async function importSuppressionCsv(db: Db, input: UploadInput): Promise<UploadResult> {
   await sniff(input.filePath);
-  const upload = await beginUpload(db, input.accountId, input.now);
+  const upload = await beginUpload(db, input.accountId, input.now, input.node);
   try {
     const result = await writeRows(db, upload, input);
     input.signal?.throwIfAborted();

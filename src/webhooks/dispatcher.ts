@@ -39,7 +39,7 @@ const WEBHOOK_FRESH_MS = 1_000;
 
 export class WebhookDispatcher implements Worker {
   readonly name = 'webhooks';
-  private readonly owner = newOwner();
+  private readonly owner: string;
   private readonly ready = new ReadyQueue();
   /** HTTP requests in flight, by delivery id */
   private readonly sending = new Map<string, { webhookId: string; controller: AbortController }>();
@@ -68,6 +68,7 @@ export class WebhookDispatcher implements Worker {
 
   constructor(private readonly deps: DispatcherDeps) {
     const { concurrency, perWebhookConcurrency, timeoutMs, tlsCaFile } = deps.config.webhooks;
+    this.owner = newOwner(deps.config.node.id);
     this.metrics = createWebhookMetrics(deps);
     this.recorder = new AttemptRecorder(deps.db, deps.clock);
     this.agents = new EndpointAgents({ maxSockets: concurrency, maxFreeSockets: perWebhookConcurrency, maxAgents: Math.max(64, concurrency * 2) });
@@ -87,7 +88,7 @@ export class WebhookDispatcher implements Worker {
       offCommit();
     };
     void this.serialize(async () => {
-      const released = await releaseDeadLeases(this.deps.db, this.owner);
+      const released = await releaseDeadLeases(this.deps.db, this.owner, this.deps.config.node.id);
       if (released) this.deps.log.info({ released }, 'released webhook deliveries held by a stopped process');
     }).catch((err: unknown) => this.deps.log.error({ err }, 'releasing dead webhook leases failed'));
     this.wake(true);

@@ -1,7 +1,6 @@
 // kill -9 in the middle of a burst: the appliance as a child process loses no accepted message.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -10,38 +9,10 @@ import { ApiClient } from '../support/app';
 import { runCli } from '../support/cli';
 import { startDnsServer } from '../support/dns-server';
 import { startSmtpSink } from '../support/smtp-sink';
+import { serve } from '../support/serve';
 import { addDomain, publish, verify } from '../domains/helpers';
 
-const CLI = path.resolve(__dirname, '..', '..', 'src', 'cli.js');
 const CONCURRENCY = 20;
-
-interface Serving {
-  child: ChildProcess;
-  url: string;
-  bootstrapKey?: string;
-  exited: Promise<void>;
-}
-
-/** Starts `pigeon serve`, waits for its "started" log line and returns its URL (and the first-start key, from stderr). */
-function serve(configFile: string, firstStart = false): Promise<Serving> {
-  const child = spawn(process.execPath, [CLI, 'serve', '--config', configFile], { stdio: ['ignore', 'pipe', 'pipe'] });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  let stdout = '';
-  let stderr = '';
-  return new Promise((resolve, reject) => {
-    const check = () => {
-      const started = /"http":"([^"]+)","listeners".*"msg":"pigeon started"/.exec(stdout);
-      const key = /svc_test_\w+/.exec(stderr)?.[0];
-      if (!started || (firstStart && !key)) return;
-      child.stdout?.removeAllListeners('data');
-      child.stdout?.resume(); // keep draining the log
-      resolve({ child, url: `http://${started[1]}`, bootstrapKey: key, exited });
-    };
-    child.stdout?.on('data', (c: Buffer) => ((stdout += c.toString()), check()));
-    child.stderr?.on('data', (c: Buffer) => ((stderr += c.toString()), check()));
-    child.once('exit', (code) => reject(new Error(`pigeon serve exited with ${code}: ${stderr}`)));
-  });
-}
 
 function send(agent: http.Agent, url: URL, key: string, i: number): Promise<string[]> {
   const body = Buffer.from(JSON.stringify({ from: 'app@crash.test', to: [`user${i}@dest.test`], subject: `Burst ${i}`, text: `Message ${i} of the burst.` }));

@@ -53,12 +53,13 @@ describe('hand-off from accept to the MTA', () => {
     const world = await startWorld({ port: 9, config: { delivery: { concurrency: 3 } } });
     try {
       const mta = world.mta as Mta;
-      const grant = mta.reserve(5, world.clock.now());
+      const batch = { accountId: 'acc_any', mode: 'test' as const, ipPool: null };
+      const grant = await mta.reserve(5, world.clock.now(), batch);
       assert.equal(grant?.count, 3);
-      assert.equal(mta.reserve(1, world.clock.now()), null, 'every slot is promised');
+      assert.equal(await mta.reserve(1, world.clock.now(), batch), null, 'every slot is promised');
       grant!.cancel();
       grant!.cancel(); // twice changes nothing
-      assert.equal(mta.reserve(5, world.clock.now())?.count, 3);
+      assert.equal((await mta.reserve(5, world.clock.now(), batch))?.count, 3);
     } finally {
       await world.stop();
     }

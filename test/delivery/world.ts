@@ -130,7 +130,7 @@ export async function statementsDuring(world: World, work: () => Promise<void>):
  */
 export function holdQueue(world: World): void {
   world.app.deps.signals.emit = () => {};
-  world.app.deps.handoff.attach({ reserve: () => null });
+  world.app.deps.handoff.attach({ reserve: async () => null });
 }
 
 export async function messageRow(world: World, id: string) {

@@ -48,7 +48,7 @@ describe('two nodes, one PostgreSQL database', () => {
 
   before(async () => {
     a = await startTestApp({ node: { id: 'node-a' } }, { clock });
-    b = await startTestApp({ node: { id: 'node-b' } }, { clock, sharesDatabaseWith: a });
+    b = await startTestApp({ node: { id: 'node-b' } }, { clock, sameDatabaseAs: a });
     liveA = await liveApi(a);
     await mtaOf(a).stop(); // A accepts but never delivers: what goes out, B sends
   });

@@ -15,6 +15,7 @@ import type { ConfigInput } from '../../src/config';
 import { mergeDeep } from './merge';
 import { databaseFor, testPostgresAdminUrl } from './postgres';
 import { findAccountByName } from '../../src/auth/accounts';
+import { loadOrCreateMasterKey, MASTER_KEY_FILE } from '../../src/crypto/secret-box';
 import { createKey as createKeyInDb } from '../../src/auth/keys';
 import { SCOPES, type Scope } from '../../src/auth/scopes';
 
@@ -58,18 +59,22 @@ function testDatabase(dataDir: string, hasDatabaseUrl: boolean): ConfigInput {
 
 export interface TestAppOptions extends AppOptions {
   /**
-   * PostgreSQL only: run on that app's database instead of a fresh one (two nodes sharing a database).
-   * The bootstrap key is then that app's.
+   * PostgreSQL only: a second node on this app's database (several nodes, one database). It gets its own
+   * dataDir with a copy of the first one's secret.key (every node needs the same), and the first one's key.
    */
-  sharesDatabaseWith?: TestApp;
+  sameDatabaseAs?: TestApp;
 }
 
-export async function startTestApp(overrides: ConfigInput = {}, testOptions: TestAppOptions = {}): Promise<TestApp> {
-  const { sharesDatabaseWith: first, ...options } = testOptions;
+export async function startTestApp(overrides: ConfigInput = {}, options: TestAppOptions = {}): Promise<TestApp> {
   if (onPostgres) await testPostgresAdminUrl();
-  if (first && !onPostgres) throw new Error('sharesDatabaseWith needs a PostgreSQL test run');
-  if (first) overrides = mergeDeep({ database: { client: 'postgres', url: first.config.database.url } }, overrides) as ConfigInput;
+  const { sameDatabaseAs: first, ...appOptions } = options;
+  if (first && !onPostgres) throw new Error('sameDatabaseAs needs PIGEON_TEST_DATABASE=postgres');
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'pigeon-test-'));
+  if (first) {
+    loadOrCreateMasterKey(first.dataDir);
+    fs.copyFileSync(path.join(first.dataDir, MASTER_KEY_FILE), path.join(dataDir, MASTER_KEY_FILE));
+    overrides = mergeDeep({ database: { client: 'postgres', url: first.config.database.url } }, overrides) as ConfigInput;
+  }
   const logs: string[] = [];
   const logStream = new Writable({
     write(chunk, _enc, cb) {
@@ -77,7 +82,7 @@ export async function startTestApp(overrides: ConfigInput = {}, testOptions: Tes
       cb();
     },
   });
-  const app = await createApp(testConfig(dataDir, overrides), { logStream, ...options });
+  const app = await createApp(testConfig(dataDir, overrides), { logStream, ...appOptions });
   const key = app.bootstrapKey ?? first?.key;
   if (!key) throw new Error('expected a bootstrap key on a fresh database');
   const api = new ApiClient(app.http.url, key);
