@@ -21,8 +21,6 @@ const PG_SKIP = [
   '/delivery/crash.test.js', // more duplicates after kill -9 than the SQLite bound: to be explained
   '/delivery/connections.test.js', // one case races runOnce against the start-up pump: to be fixed
   '/delivery/queue.test.js', // same race in the restart case
-  '/suppressions/upload.test.js', // abandoned-upload cleanup and interrupted uploads differ on PostgreSQL: to be fixed
-  '/suppressions/upload-attacks.test.js', // same path (a refused file answers 409 instead of 422 there)
   '/webhooks/statements.test.js', // its statement bound is SQLite's (PostgreSQL runs other statements)
 ];
 
