@@ -6,11 +6,12 @@
  * still holding that lease. Nothing about the queue lives only in memory.
  *
  * On PostgreSQL (the scale-out path) the inner SELECT gains
- * FOR UPDATE SKIP LOCKED; the rest is portable.
+ * FOR UPDATE SKIP LOCKED and runs once in a CTE (claimLocked); the rest is portable.
  */
 import crypto from 'node:crypto';
 import os from 'node:os';
 import type { Config } from '../config';
+import type { Knex } from 'knex';
 import type { Db, Queryable } from '../db';
 import { fromJson, isPostgres } from '../db';
 import type { Job } from './types';
@@ -63,13 +64,26 @@ export async function claim(db: Queryable, input: { owner: string; now: number; 
     .whereNotIn('recipient_domain', paused(db))
     .orderBy('next_attempt_at')
     .limit(limit);
-  // Several nodes on PostgreSQL: rows another node is claiming now are skipped instead of waited for.
-  if (isPostgres(db)) due.forUpdate().skipLocked();
-  const rows = await db('messages')
-    .whereIn('id', due)
-    .update({ status: 'sending', lease_owner: owner, lease_expires_at: now + leaseMs, updated_at: now })
-    .returning('*');
+  const lease = { status: 'sending', lease_owner: owner, lease_expires_at: now + leaseMs, updated_at: now };
+  const rows = isPostgres(db)
+    ? await claimLocked(db, due, lease)
+    : await db('messages').whereIn('id', due).update(lease).returning('*');
   return (rows as MessageRow[]).map(toJob);
+}
+
+/**
+ * PostgreSQL: rows another node is claiming now are skipped instead of waited
+ * for (FOR UPDATE SKIP LOCKED). The due rows are picked in a MATERIALIZED CTE,
+ * which runs once: as `IN (subquery)` the planner may run the subquery again
+ * for every row it updates, and each run skips the rows this statement has
+ * already taken and returns the next ones, so one claim took every due row.
+ */
+function claimLocked(db: Queryable, due: Knex.QueryBuilder, lease: Record<string, unknown>): Promise<unknown[]> {
+  return db.withMaterialized('due', due.forUpdate().skipLocked())
+    .from('messages')
+    .whereIn('id', db.select('id').from('due'))
+    .update(lease)
+    .returning('*');
 }
 
 /** When the worker should look again: the earliest waiting row or expiring lease; null when the queue is empty. */
