@@ -17,7 +17,6 @@ const PG_SUITES = ['/messages/', '/delivery/', '/webhooks/', '/pools/', '/analyt
 const PG_SKIP = [
   '/webhooks/fairness.test.js', // opens the SQLite file of its dataDir directly
   '/webhooks/poll.test.js', // its second process opens the SQLite file directly
-  '/delivery/crash.test.js', // more duplicates after kill -9 than the SQLite bound: to be explained
   '/delivery/connections.test.js', // one case races runOnce against the start-up pump: to be fixed
   '/delivery/queue.test.js', // same race in the restart case
   '/webhooks/statements.test.js', // its statement bound is SQLite's (PostgreSQL runs other statements)
