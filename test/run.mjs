@@ -15,8 +15,6 @@ const filter = process.argv[2];
 const PG_SUITES = ['/messages/', '/delivery/', '/webhooks/', '/pools/', '/analytics/', '/suppressions/', '/postgres/'];
 // Left out of the PostgreSQL pass, each for a reason (docs/postgres.md):
 const PG_SKIP = [
-  '/webhooks/fairness.test.js', // opens the SQLite file of its dataDir directly
-  '/webhooks/poll.test.js', // its second process opens the SQLite file directly
   '/delivery/connections.test.js', // one case races runOnce against the start-up pump: to be fixed
   '/delivery/queue.test.js', // same race in the restart case
   '/webhooks/statements.test.js', // its statement bound is SQLite's (PostgreSQL runs other statements)
