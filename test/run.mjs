@@ -15,9 +15,10 @@ const filter = process.argv[2];
 const PG_SUITES = ['/messages/', '/delivery/', '/webhooks/', '/pools/', '/analytics/', '/suppressions/', '/postgres/'];
 // Left out of the PostgreSQL pass, each for a reason (docs/postgres.md):
 const PG_SKIP = [
-  '/delivery/connections.test.js', // one case races runOnce against the start-up pump: to be fixed
-  '/delivery/queue.test.js', // same race in the restart case
-  '/webhooks/statements.test.js', // its statement bound is SQLite's (PostgreSQL runs other statements)
+  // Its bound counts result transactions, and how many results share one depends on how long the previous commit
+  // took: PostgreSQL commits faster here, so the same statements (7 claims, 7 loads, 4 per result transaction)
+  // come to 100-115 instead of SQLite's 70-80. The shape is the same on both; the SQLite pass checks it.
+  '/webhooks/statements.test.js',
 ];
 
 function list(keep) {
