@@ -274,7 +274,7 @@ export const configSchema = z.strictObject({
     url: z.string().default('')
       .describe('postgres:// URL of the database when database.client is postgres; the environment variable PIGEON_DATABASE_URL overrides it.'),
     poolSize: z.number().int().min(2).max(100).default(10)
-      .describe('PostgreSQL connections of the writer pool (the reader has 2 more; one more is held for the background-work election).'),
+      .describe('PostgreSQL connections of the writer pool (the reader has 2 more; one more is held for the background-work election and one listens for the other nodes\' news).'),
     counterFlushMs: z.number().int().min(0).max(60_000).optional()
       .describe('Counter additions (analytics rollups, usage, TLS report counts) are summed in memory this long before one write; 0 writes them in each transaction. Default 1000 on PostgreSQL (several nodes add to the same rows), 0 on SQLite. A crash loses at most this long of counts (`pigeon analytics rebuild` recounts analytics).'),
     synchronous: z.enum(['FULL', 'NORMAL']).default('FULL')

@@ -7,30 +7,60 @@
  * de-duplicated, '' row set for every message). `deferred` and `suppressed`
  * are not events; their counters are kept as they are.
  *
- * SQLite-specific (json_each, json_extract); PostgreSQL would need its own
- * spelling of the tag expansion.
+ * The statement is the same on both databases except for the JSON functions
+ * and the calendar month (`Dialect` below); the sums are CASE expressions
+ * because PostgreSQL cannot add booleans.
  */
-import type { Db } from '../db';
+import { isPostgres, type Db } from '../db';
 import { DAY, DOMAIN_GRAINS, Grain, HOUR, METRICS, TOTAL_GRAINS } from './rollup';
 
 const EVENT_METRICS = METRICS.filter((m) => m !== 'deferred' && m !== 'suppressed');
 
+/** What SQLite and PostgreSQL spell differently: reading a JSON field, expanding a JSON array, the month's first ms. */
+interface Dialect {
+  /** The text of `data.type` of an event. */
+  dataType: string;
+  /** FROM items of `ev`'s string tags as (j, k): j.value (text) once per distinct value, k to look for an earlier equal one. */
+  tagRows: string;
+  /** `at` (ms) floored to the first ms of its UTC calendar month. */
+  monthStart: string;
+}
+
+const SQLITE: Dialect = {
+  dataType: "json_extract(e.data, '$.type')",
+  tagRows: `SELECT ev.*, j.value AS tag FROM ev, json_each(ev.tags) j
+    WHERE j.type = 'text' AND j.value <> ''
+      AND NOT EXISTS (SELECT 1 FROM json_each(ev.tags) k WHERE k.value = j.value AND k.key < j.key)`,
+  monthStart: "CAST(strftime('%s', at / 1000, 'unixepoch', 'start of month') AS INTEGER) * 1000",
+};
+
+// Tags are a JSON text column; jsonb keeps array order, WITH ORDINALITY numbers it as json_each's key does.
+const POSTGRES: Dialect = {
+  dataType: "(e.data::jsonb ->> 'type')",
+  tagRows: `SELECT ev.*, j.elem #>> '{}' AS tag FROM ev, jsonb_array_elements(ev.tags::jsonb) WITH ORDINALITY j(elem, ord)
+    WHERE jsonb_typeof(j.elem) = 'string' AND j.elem #>> '{}' <> ''
+      AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements(ev.tags::jsonb) WITH ORDINALITY k(elem, ord) WHERE k.elem = j.elem AND k.ord < j.ord)`,
+  monthStart: "CAST(EXTRACT(EPOCH FROM date_trunc('month', to_timestamp(at / 1000) AT TIME ZONE 'UTC')) AS BIGINT) * 1000",
+};
+
+const count = (condition: string): string => `SUM(CASE WHEN ${condition} THEN 1 ELSE 0 END)`;
+
 const SUMS = [
-  "SUM(type = 'message.sent')",
-  "SUM(type = 'message.delivered')",
-  "SUM(type = 'message.bounced' AND soft = 0)",
-  "SUM(type = 'message.bounced' AND soft = 1)",
-  "SUM(type = 'message.complained')",
-  "SUM(type = 'message.opened')",
-  "SUM(type = 'message.opened' AND nth = 1)",
-  "SUM(type = 'message.clicked')",
-  "SUM(type = 'message.clicked' AND nth = 1)",
+  count("type = 'message.sent'"),
+  count("type = 'message.delivered'"),
+  count("type = 'message.bounced' AND soft = 0"),
+  count("type = 'message.bounced' AND soft = 1"),
+  count("type = 'message.complained'"),
+  count("type = 'message.opened'"),
+  count("type = 'message.opened' AND nth = 1"),
+  count("type = 'message.clicked'"),
+  count("type = 'message.clicked' AND nth = 1"),
 ];
 
-function eventSource(accountFilter: string): string {
+function eventSource(dialect: Dialect, accountFilter: string): string {
   return `ev AS (
     SELECT e.account_id, e.mode, e.created_at AS at, e.type,
-      (e.type = 'message.bounced' AND json_extract(e.data, '$.type') = 'soft') AS soft,
+      CASE WHEN e.type = 'message.bounced' AND ${dialect.dataType} = 'soft' THEN 1 ELSE 0 END AS soft,
       ROW_NUMBER() OVER (PARTITION BY e.message_id, e.type ORDER BY e.id) AS nth,
       m.sending_domain, m.recipient_domain, COALESCE(m.ip_pool, 'default') AS ip_pool, m.tags
     FROM events e JOIN messages m ON m.id = e.message_id
@@ -40,31 +70,30 @@ function eventSource(accountFilter: string): string {
   tagged AS (
     SELECT ev.*, '' AS tag FROM ev
     UNION ALL
-    SELECT ev.*, j.value AS tag FROM ev, json_each(ev.tags) j
-    WHERE j.type = 'text' AND j.value <> ''
-      AND NOT EXISTS (SELECT 1 FROM json_each(ev.tags) k WHERE k.value = j.value AND k.key < j.key)
+    ${dialect.tagRows}
   )`;
 }
 
-/** One row per grain of the table; month buckets are computed by SQLite's calendar. */
+/** One row per grain of the table; month buckets come from the database's calendar (size 0 is never divided by). */
 function grainsSource(grains: Grain[]): string {
   const size: Record<Grain, number> = { h: HOUR, d: DAY, m: 0 };
   return `grains AS (${grains.map((g) => `SELECT '${g}' AS grain, ${size[g]} AS size`).join(' UNION ALL ')})`;
 }
 
-const BUCKET = "CASE grain WHEN 'm' THEN CAST(strftime('%s', at / 1000, 'unixepoch', 'start of month') AS INTEGER) * 1000 ELSE (at / size) * size END";
+const bucket = (dialect: Dialect): string => `CASE grain WHEN 'm' THEN ${dialect.monthStart} ELSE (at / size) * size END`;
 
 async function rebuildTable(db: Db, table: 'analytics_totals' | 'analytics_domains', accountId?: string): Promise<void> {
   const withDomain = table === 'analytics_domains';
   const dims = ['account_id', 'mode', 'tag', 'grain', 'bucket', ...(withDomain ? ['recipient_domain'] : []), 'sending_domain', 'ip_pool'];
-  const select = dims.map((d) => (d === 'bucket' ? BUCKET : d)).join(', ');
+  const dialect = isPostgres(db) ? POSTGRES : SQLITE;
+  const select = dims.map((d) => (d === 'bucket' ? bucket(dialect) : d)).join(', ');
   const accountFilter = accountId ? 'AND e.account_id = ?' : '';
   const bindings = accountId ? [accountId] : [];
   await db.transaction(async (trx) => {
     const zero = Object.fromEntries(EVENT_METRICS.map((m) => [m, 0]));
     await (accountId ? trx(table).where({ account_id: accountId }) : trx(table)).update(zero);
     await trx.raw(
-      `WITH ${eventSource(accountFilter)}, ${grainsSource(withDomain ? DOMAIN_GRAINS : TOTAL_GRAINS)}
+      `WITH ${eventSource(dialect, accountFilter)}, ${grainsSource(withDomain ? DOMAIN_GRAINS : TOTAL_GRAINS)}
       INSERT INTO ${table} (${dims.join(', ')}, ${EVENT_METRICS.join(', ')})
       SELECT ${select}, ${SUMS.join(', ')} FROM tagged, grains WHERE true
       GROUP BY ${dims.map((_, i) => i + 1).join(', ')}

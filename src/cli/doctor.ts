@@ -5,8 +5,8 @@
  */
 import net from 'node:net';
 import type { Config } from '../config';
-import { openDatabase, migrateLatest } from '../db';
 import type { CliContext } from './common';
+import { checkDatabase } from './doctor-database';
 import { checkPtr } from './doctor-ptr';
 import { checkSmtpTls } from '../smtp/doctor';
 import { checkWebhooks } from '../webhooks/doctor';
@@ -21,22 +21,6 @@ export interface CheckResult {
 }
 
 export type Check = (config: Config) => Promise<CheckResult[]>;
-
-async function checkDatabase(config: Config): Promise<CheckResult[]> {
-  let db;
-  try {
-    db = openDatabase(config);
-    await migrateLatest(db);
-    await db.raw('select 1');
-    const where = config.database.client === 'postgres' ? 'PostgreSQL (database.url / PIGEON_DATABASE_URL)' : `SQLite under ${config.dataDir}`;
-    return [{ name: 'database', status: 'ok', detail: `${where} is reachable and migrated` }];
-  } catch (err) {
-    const hint = config.database.client === 'postgres' ? 'check database.url or PIGEON_DATABASE_URL and that the server accepts this host' : 'check dataDir permissions';
-    return [{ name: 'database', status: 'fail', detail: `cannot open the database: ${(err as Error).message}; ${hint}` }];
-  } finally {
-    await db?.destroy();
-  }
-}
 
 function portFree(host: string, port: number): Promise<string | null> {
   return new Promise((resolve) => {

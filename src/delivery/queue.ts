@@ -6,14 +6,15 @@
  * still holding that lease. Nothing about the queue lives only in memory.
  *
  * On PostgreSQL (the scale-out path) the inner SELECT gains
- * FOR UPDATE SKIP LOCKED; the rest is portable. With several nodes on one
- * database each claims only what it can send (`sendable`, from
- * pools/node-scope.ts: sandbox messages, and pools with an address on this
- * node); nextWakeAt looks at those rows only.
+ * FOR UPDATE SKIP LOCKED and runs once in a CTE (claimLocked); the rest is
+ * portable. With several nodes on one database each claims only what it can
+ * send (`sendable`, from pools/node-scope.ts: sandbox messages, and pools with
+ * an address on this node); nextWakeAt looks at those rows only.
  */
 import crypto from 'node:crypto';
 import os from 'node:os';
 import type { Config } from '../config';
+import type { Knex } from 'knex';
 import type { Db, Queryable } from '../db';
 import { fromJson, isPostgres } from '../db';
 import type { SendableScope } from '../pools/node-scope';
@@ -85,13 +86,26 @@ export async function claim(
     .modify(input.sendable ?? everything)
     .orderBy('next_attempt_at')
     .limit(limit);
-  // Several nodes on PostgreSQL: rows another node is claiming now are skipped instead of waited for.
-  if (isPostgres(db)) due.forUpdate().skipLocked();
-  const rows = await db('messages')
-    .whereIn('id', due)
-    .update({ status: 'sending', lease_owner: owner, lease_expires_at: now + leaseMs, updated_at: now })
-    .returning('*');
+  const lease = { status: 'sending', lease_owner: owner, lease_expires_at: now + leaseMs, updated_at: now };
+  const rows = isPostgres(db)
+    ? await claimLocked(db, due, lease)
+    : await db('messages').whereIn('id', due).update(lease).returning('*');
   return (rows as MessageRow[]).map(toJob);
+}
+
+/**
+ * PostgreSQL: rows another node is claiming now are skipped instead of waited
+ * for (FOR UPDATE SKIP LOCKED). The due rows are picked in a MATERIALIZED CTE,
+ * which runs once: as `IN (subquery)` the planner may run the subquery again
+ * for every row it updates, and each run skips the rows this statement has
+ * already taken and returns the next ones, so one claim took every due row.
+ */
+function claimLocked(db: Queryable, due: Knex.QueryBuilder, lease: Record<string, unknown>): Promise<unknown[]> {
+  return db.withMaterialized('due', due.forUpdate().skipLocked())
+    .from('messages')
+    .whereIn('id', db.select('id').from('due'))
+    .update(lease)
+    .returning('*');
 }
 
 /**

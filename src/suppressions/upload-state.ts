@@ -55,12 +55,13 @@ export async function abortUpload(db: Db, upload: UploadHandle, batchRows: numbe
   const turns = new WriterTurns(db);
   try {
     for (;;) {
-      const batch = db('suppressions').select('rowid')
+      // By id, the primary key: SQLite's implicit rowid does not exist on PostgreSQL.
+      const batch = db('suppressions').select('id')
         .where({ account_id: upload.accountId, upload_id: upload.id })
         .andWhere('id', '>=', upload.firstRowId)
         .limit(batchRows);
       let deleted = 0;
-      await turns.run(async () => (deleted = await db('suppressions').whereIn('rowid', batch).delete()));
+      await turns.run(async () => (deleted = await db('suppressions').whereIn('id', batch).delete()));
       if (deleted < batchRows) break;
     }
   } finally {

@@ -16,7 +16,7 @@
  */
 import fs from 'node:fs';
 import { parse, CsvError } from 'csv-parse';
-import type { Db } from '../db';
+import { rawRows, type Db } from '../db';
 import { newId } from '../ids';
 import { unprocessable, ApiError } from '../http/errors';
 import { checkEmail } from './email';
@@ -156,17 +156,12 @@ class Importer {
     const { now } = this.options;
     // Written by hand: the query builder turns a multi-row insert into a UNION
     // of SELECTs on SQLite, which stops at 500 rows.
-    return rowsOf<{ email: string }>(await trx.raw(
+    return rawRows<{ email: string }>(await trx.raw(
       `INSERT INTO suppressions (id, account_id, email, reason, source_message_id, created_at, upload_id) VALUES ${entries.map(() => '(?, ?, ?, ?, NULL, ?, ?)').join(', ')} ` +
         'ON CONFLICT (account_id, email) DO NOTHING RETURNING email',
       entries.flatMap((e) => [newId('sup'), accountId, e.email, e.reason, now, uploadId]),
     ));
   }
-}
-
-/** knex.raw answers an array on SQLite and `{rows}` on PostgreSQL. */
-function rowsOf<T>(result: unknown): T[] {
-  return Array.isArray(result) ? result : ((result as { rows?: T[] }).rows ?? []);
 }
 
 function csvError(err: unknown): ApiError {

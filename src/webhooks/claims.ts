@@ -1,9 +1,8 @@
 /**
  * Claiming delivery rows. The dispatcher takes a whole batch of due rows in
- * one statement (UPDATE … WHERE id IN (SELECT … LIMIT n) RETURNING id, which
- * SQLite 3.35+ and PostgreSQL both run; on PostgreSQL the inner SELECT can
- * take FOR UPDATE SKIP LOCKED), keeps them in memory and sends them as slots
- * free up. The lease on a claimed row covers the wait in that queue as well
+ * one statement (UPDATE … WHERE id IN (SELECT … LIMIT n) RETURNING id on
+ * SQLite 3.35+; on PostgreSQL the SELECT takes FOR UPDATE SKIP LOCKED and runs
+ * once, in a CTE), keeps them in memory and sends them as slots free up. The lease on a claimed row covers the wait in that queue as well
  * as the attempt; a crashed owner's leases lapse, or are released at the
  * next start on the same host.
  */
@@ -54,9 +53,14 @@ export async function dueCandidates(db: Queryable, q: DueQuery): Promise<string[
 export async function claimDue(db: Queryable, q: DueQuery, owner: string, leaseUntil: number): Promise<Array<{ id: string; webhookId: string }>> {
   // Several nodes on PostgreSQL: a row another node is claiming right now is skipped, not waited for (nor
   // claimed twice); OF d leaves the webhook rows unlocked, so both nodes can claim rows of one webhook.
-  const { sql, bindings } = dueIds(q, isPostgres(db) ? 'FOR UPDATE OF d SKIP LOCKED' : '');
-  const rows = (await db('webhook_deliveries').whereRaw(`id IN (${sql})`, bindings)
-    .update({ lease_owner: owner, lease_expires_at: leaseUntil }, ['id', 'webhook_id'])) as unknown as Array<{ id: string; webhook_id: string }>;
+  // There the ids are picked in a MATERIALIZED CTE, which runs once: as IN (subquery) the planner may rerun the
+  // subquery for every row it updates, each rerun skipping the rows already taken, and lease far more than limit.
+  const postgres = isPostgres(db);
+  const { sql, bindings } = dueIds(q, postgres ? 'FOR UPDATE OF d SKIP LOCKED' : '');
+  const target: Knex.QueryBuilder = postgres
+    ? db.withMaterialized('due', db.raw(sql, bindings)).from('webhook_deliveries').whereIn('id', db.select('id').from('due'))
+    : db('webhook_deliveries').whereRaw(`id IN (${sql})`, bindings);
+  const rows = (await target.update({ lease_owner: owner, lease_expires_at: leaseUntil }, ['id', 'webhook_id'])) as unknown as Array<{ id: string; webhook_id: string }>;
   return rows.map((r) => ({ id: r.id, webhookId: r.webhook_id }));
 }
 

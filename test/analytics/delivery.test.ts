@@ -8,7 +8,9 @@ import { parseMail, verifyDkim } from '../support/mail';
 import { pointMx, SENDER_DOMAIN, startWorld } from '../delivery/world';
 
 test('a tracked live send through the MTA: signed after instrumentation, and every outcome counted in analytics', async () => {
-  const sink = await startSmtpSink({ reply: (ctx) => (ctx.stage === 'rcpt' && ctx.rcpt === 'later@dest.test' ? { code: 451, message: 'try later' } : undefined) });
+  // Not 'try later': that reads as a throttling reply (pools/throttle-rules.json), which would hold back ada's copy
+  // too whenever later's answer comes first (the copies go out in parallel).
+  const sink = await startSmtpSink({ reply: (ctx) => (ctx.stage === 'rcpt' && ctx.rcpt === 'later@dest.test' ? { code: 451, message: 'mailbox busy' } : undefined) });
   const world = await startWorld({ port: sink.port });
   try {
     pointMx(world.dns, 'dest.test', [{ name: 'mx.dest.test', address: '127.0.0.1' }]);

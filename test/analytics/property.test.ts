@@ -190,6 +190,9 @@ test('analytics endpoints equal counts computed from the events table (seeded ra
       const before = await snapshot();
       await rebuildRollups(app.db);
       assert.deepEqual(await snapshot(), before);
+      const account = await app.db('accounts').first('id');
+      await rebuildRollups(app.db, account.id); // `--account`: one account's rows only
+      assert.deepEqual(await snapshot(), before);
     });
 
     await t.test('export round-trips: JSON and CSV hold the same events as the table', async () => {

@@ -5,9 +5,13 @@ import type { Mta } from '../../src/delivery/mta';
 import { startSmtpSink } from '../support/smtp-sink';
 import { messageRow, pointMx, sendBatch, sendMessage, startWorld, statementsDuring, type World } from './world';
 
-/** Claim statements (the MTA's UPDATE … lease_owner … RETURNING) run on the writer while `work` runs. */
+/**
+ * Claim statements (the MTA's UPDATE … lease_owner … RETURNING; on PostgreSQL after its WITH "due" AS
+ * MATERIALIZED (…) prefix) run on the writer while `work` runs.
+ */
 async function claimsDuring(world: World, work: () => Promise<void>): Promise<number> {
-  return (await statementsDuring(world, work)).filter((sql) => /^update [`"]messages[`"] set [`"]status[`"] = (\?|\$1), [`"]lease_owner/.test(sql)).length;
+  const claim = /^(with [`"]due[`"] as materialized \(.*\) )?update [`"]messages[`"] set [`"]status[`"] = (\?|\$\d+), [`"]lease_owner/s;
+  return (await statementsDuring(world, work)).filter((sql) => claim.test(sql)).length;
 }
 
 describe('hand-off from accept to the MTA', () => {

@@ -11,7 +11,7 @@ import { recordOutcome } from '../../src/delivery/record';
 import type { Outcome } from '../../src/delivery/types';
 import { scrapeMetrics, testConfig } from '../support/app';
 import { startSmtpSink } from '../support/smtp-sink';
-import { deliveryConfig, eventsOf, holdQueue, messageRow, pointMx, sendMessage, startWorld } from './world';
+import { deliveryConfig, eventsOf, holdQueue, messageRow, pointMx, sendBatch, sendMessage, startWorld } from './world';
 
 const delivered = (now: number): Outcome => ({
   kind: 'delivered',
@@ -123,6 +123,22 @@ describe('queue', () => {
       const ids = batches.flat().map((j) => j.id);
       assert.equal(ids.length, 30);
       assert.equal(new Set(ids).size, 30);
+    } finally {
+      await world.stop();
+    }
+  });
+
+  it('a claim takes at most its limit, however many rows are due', async () => {
+    const world = await startWorld({ port: 9 });
+    try {
+      holdQueue(world);
+      for (const batch of [0, 1]) await sendBatch(world, { to: Array.from({ length: 30 }, (_, i) => `r${batch}-${i}@dest.test`) });
+      const now = world.clock.now();
+      for (const limit of [1, 5, 20]) {
+        const jobs = await claim(world.app.db, { owner: `o${limit}`, now, leaseMs: 60_000, limit });
+        assert.equal(jobs.length, limit, `limit ${limit}`);
+      }
+      assert.equal((await world.app.db('messages').where({ status: 'sending' })).length, 1 + 5 + 20, 'no row leased beyond the jobs returned');
     } finally {
       await world.stop();
     }

@@ -1,7 +1,7 @@
 // A dead or slow endpoint holds only its own slots: other webhooks keep receiving, and the global bound holds.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { parseConfig } from '../../src/config';
+import type { Config } from '../../src/config';
 import { openDatabase } from '../../src/db';
 import { startWebhookReceiver, WebhookReceiver } from '../support/webhook-receiver';
 import { createWebhook, recordMessageEvent, startWebhookApp } from './helpers';
@@ -44,7 +44,7 @@ describe('webhook dispatcher fairness', () => {
       assert.equal((await app.db('webhook_deliveries').where({ status: 'pending', attempts: 0 })).length, 12);
       assert.equal((await app.db('webhook_attempts')).length, 0);
       await app.close();
-      assert.equal(await openLeases(app.dataDir), 0, 'a clean stop releases its leases');
+      assert.equal(await openLeases(app.config), 0, 'a clean stop releases its leases');
     } finally {
       await app.stop();
       await Promise.all(receivers.map((r) => r.close()));
@@ -52,8 +52,9 @@ describe('webhook dispatcher fairness', () => {
   });
 });
 
-async function openLeases(dataDir: string): Promise<number> {
-  const db = openDatabase(parseConfig({ dataDir }));
+/** Read through a connection of its own: the app's are closed. */
+async function openLeases(config: Config): Promise<number> {
+  const db = openDatabase(config);
   try {
     return (await db('webhook_deliveries').whereNotNull('lease_owner')).length;
   } finally {

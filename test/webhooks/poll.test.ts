@@ -17,7 +17,7 @@ describe('webhook dispatcher poll', () => {
     const configFile = path.join(app.dataDir, 'writer.json');
     try {
       await createWebhook(app, { url: receiver.url, events: ['message.delivered'] });
-      fs.writeFileSync(configFile, JSON.stringify({ dataDir: app.dataDir }));
+      fs.writeFileSync(configFile, JSON.stringify({ dataDir: app.dataDir, database: app.config.database })); // the app's database, SQLite or PostgreSQL
       const { stdout } = await promisify(execFile)(process.execPath, [RECORD_EVENTS, configFile, '3']);
       const eventIds = JSON.parse(stdout) as string[];
       const got = await receiver.waitFor(3, 5000);

@@ -91,7 +91,7 @@ describe('webhook result batches', () => {
       await assert.rejects(recordAttempts(app.db, [
         { delivery: a, owner: OWNER, attempt: attempt(true, 200, now) },
         { delivery: b, owner: OWNER, attempt: { ...attempt(true, 200, now), latencyMs: null as unknown as number } },
-      ], now), /NOT NULL/);
+      ], now), /NOT NULL constraint failed|violates not-null constraint/); // SQLite's words, PostgreSQL's
       for (const d of [a, b]) assert.deepEqual([(await getDelivery(app.db, d.id))!.status, (await getDelivery(app.db, d.id))!.leaseOwner], ['pending', OWNER]);
       assert.equal((await app.db('webhook_attempts').where({ delivery_id: a.id })).length, 0, 'no partial write');
     } finally {
