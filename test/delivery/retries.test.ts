@@ -99,7 +99,10 @@ describe('retries and bounces', () => {
       assert.equal(suppression.source_message_id, id);
 
       const connections = sink.connections;
-      const billed = async () => Number((await world.app.db('usage_counters').sum({ n: 'messages' }).first())?.n ?? 0);
+      const billed = async () => {
+        await world.app.deps.writer.flushCounters(); // summed in memory on PostgreSQL (database.counterFlushMs)
+        return Number((await world.app.db('usage_counters').sum({ n: 'messages' }).first())?.n ?? 0);
+      };
       const billedBefore = await billed();
       const again = await sendMessage(world, { to: 'Gone@dest.test' });
       assert.equal(await billed(), billedBefore + 1, 'a live send counts at accept');

@@ -17,6 +17,7 @@ import { createAccount } from '../../src/auth/accounts';
 import { createKey as createKeyInDb } from '../../src/auth/keys';
 import { newId } from '../../src/ids';
 import { addSuppression, isSuppressed } from '../../src/suppressions/store';
+import { nodeId } from '../../src/delivery/queue';
 
 function csvForm(rows: number, domain = 'bulk.example'): FormData {
   const lines = ['email,reason'];
@@ -168,7 +169,8 @@ test('rows of an upload cut short by a crash are never listed and are removed at
     const account = await app.db('accounts').first('id');
     const uploadId = newId('upl');
     const firstRowId = newId('sup');
-    await app.db('suppression_uploads').insert({ id: uploadId, account_id: account.id, owner: 'pid1-gone', first_row_id: firstRowId, started_at: 0 });
+    // Lock owners are `<node.id>/<process>`: a start-up cleans up its own node's dead processes' uploads.
+    await app.db('suppression_uploads').insert({ id: uploadId, account_id: account.id, owner: `${nodeId(app.config)}/pid1-gone`, first_row_id: firstRowId, started_at: 0 });
     const tagged = Array.from({ length: 300 }, (_, i) => ({ id: newId('sup'), account_id: account.id, email: `half${i}@example.com`, reason: 'imported', created_at: 0, upload_id: uploadId }));
     await app.db.batchInsert('suppressions', tagged, 100);
     const api = new ApiClient(app.http.url, app.bootstrapKey as string);
