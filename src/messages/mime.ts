@@ -9,6 +9,7 @@
 import MailComposer from 'nodemailer/lib/mail-composer';
 import type Mail from 'nodemailer/lib/mailer';
 import { Address, formatAddress } from './addresses';
+import { identifierBytes } from '../ids';
 
 export interface Attachment {
   filename: string;
@@ -51,7 +52,10 @@ function textEncoding(...texts: Array<string | undefined>): 'quoted-printable' |
 }
 
 export function composeMime(input: MimeInput): Promise<Buffer> {
-  const options: Mail.Options = {
+  // baseBoundary: the composer's own form (8 random bytes in hex), which it would otherwise draw from OpenSSL
+  // once per message; ours comes from the identifier pool (src/ids.ts). An option MailComposer reads, untyped.
+  const options: Mail.Options & { baseBoundary: string } = {
+    baseBoundary: identifierBytes(8).toString('hex'),
     textEncoding: textEncoding(input.subject, input.html, input.text),
     from: formatAddress(input.from),
     to: input.to.map(formatAddress),
