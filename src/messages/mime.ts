@@ -33,16 +33,23 @@ export interface MimeInput {
   date: number;
 }
 
+const NON_ASCII = /[^\x00-\x7f]/;
+
 /**
  * The composer picks quoted-printable or base64 for each text by matching every
  * letter with a regex, which is a large share of its cost on 5 KB bodies. The
  * same choice from one pass over the char codes: QP while most text is ASCII.
+ * An all-ASCII text (most mail) is recognised by one regex scan, several times faster than the loop.
  */
 function textEncoding(...texts: Array<string | undefined>): 'quoted-printable' | 'base64' {
   let ascii = 0;
   let other = 0;
   for (const text of texts) {
     if (!text) continue;
+    if (!NON_ASCII.test(text)) {
+      ascii += text.length;
+      continue;
+    }
     for (let i = 0; i < text.length; i++) {
       if (text.charCodeAt(i) < 128) ascii++;
       else other++;
