@@ -9,6 +9,24 @@ import crypto from 'node:crypto';
 const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
 const BASE62 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 
+/**
+ * Randomness for identifiers (ids, request ids, MIME boundaries), drawn 4 KiB at a time: each call into
+ * OpenSSL costs about as much as building a whole id, and a send makes several. Not for secrets (keys,
+ * tokens, webhook secrets): those take crypto.randomBytes directly, so no unused secret bytes stay in memory.
+ */
+const POOL_BYTES = 4096;
+let pool = Buffer.alloc(0);
+let poolOffset = 0;
+
+export function identifierBytes(length: number): Buffer {
+  if (poolOffset + length > pool.length) {
+    pool = crypto.randomBytes(Math.max(POOL_BYTES, length));
+    poolOffset = 0;
+  }
+  poolOffset += length;
+  return pool.subarray(poolOffset - length, poolOffset);
+}
+
 let lastTime = -1;
 let lastRandom: number[] = [];
 
@@ -34,7 +52,7 @@ function nextRandom(ms: number): number[] {
     }
     return r;
   }
-  return Array.from(crypto.randomBytes(16), (b) => b % 32);
+  return Array.from(identifierBytes(16), (b) => b % 32);
 }
 
 /** Wall-clock time is used on purpose (not the injectable clock): ids only need order. */

@@ -12,6 +12,7 @@
  * Rows kept here are not visible to reads in the same transaction: only
  * tables nobody reads back before the commit go through here.
  */
+import type { Knex } from 'knex';
 import type { Queryable, Tx } from './index';
 
 /** Bound variables per statement: far under SQLite's 32,766 and PostgreSQL's 65,535. */
@@ -124,26 +125,46 @@ async function insertChunked(db: Queryable, table: string, rows: readonly object
     list.push(row);
   }
   for (const [shape, list] of byShape) {
-    const perStatement = Math.min(MAX_ROWS, Math.max(1, Math.floor(MAX_VARIABLES / Math.max(1, shape.split(',').length))));
-    for (let i = 0; i < list.length; i += perStatement) await db(table).insert(list.slice(i, i + perStatement));
+    const columns = shape.split(',');
+    const perStatement = Math.min(MAX_ROWS, Math.max(1, Math.floor(MAX_VARIABLES / Math.max(1, columns.length))));
+    for (let i = 0; i < list.length; i += perStatement) {
+      const chunk = list.slice(i, i + perStatement) as Array<Record<string, unknown>>;
+      const bindings = chunk.flatMap((row) => columns.map((c) => row[c]));
+      // undefined means "the column's default" to the query builder, which a bound value cannot say
+      if (bindings.includes(undefined)) await db(table).insert(chunk);
+      else await db.raw(insertSql(table, columns, chunk.length), bindings as Knex.RawBinding[]);
+    }
   }
 }
 
-/** Statement text per (table, columns, row count): building it with the query builder cost more than running it. */
-const upsertStatements = new Map<string, string>(); // our own table shapes and chunk sizes: a few dozen entries
+/**
+ * Statement text per (table, columns, row count): building it with the query builder cost more than running
+ * it (per row and column, on every transaction). Our own table shapes and chunk sizes: a few dozen entries.
+ */
+const statements = new Map<string, string>();
 
-function upsertSql(table: string, key: string[], metrics: string[], rows: number): string {
-  const id = `${table}|${key.join(',')}|${metrics.join(',')}|${rows}`;
-  let sql = upsertStatements.get(id);
+function cachedSql(id: string, build: () => string): string {
+  let sql = statements.get(id);
   if (!sql) {
-    const columns = [...key, ...metrics];
-    const tuple = `(${columns.map(() => '?').join(', ')})`;
-    sql = `INSERT INTO ${table} (${columns.join(', ')}) VALUES ${Array(rows).fill(tuple).join(', ')} ` +
-      `ON CONFLICT (${key.join(', ')}) DO UPDATE SET ${metrics.map((m) => `${m} = ${table}.${m} + excluded.${m}`).join(', ')}`;
-    if (upsertStatements.size > 1000) upsertStatements.clear();
-    upsertStatements.set(id, sql);
+    sql = build();
+    if (statements.size > 1000) statements.clear();
+    statements.set(id, sql);
   }
   return sql;
+}
+
+const tuples = (columns: number, rows: number) => Array(rows).fill(`(${Array(columns).fill('?').join(', ')})`).join(', ');
+
+/** A multi-row VALUES insert (not the query builder's UNION of SELECTs on SQLite); names quoted for both databases. */
+function insertSql(table: string, columns: string[], rows: number): string {
+  return cachedSql(`insert|${table}|${columns.join(',')}|${rows}`, () =>
+    `INSERT INTO "${table}" (${columns.map((c) => `"${c}"`).join(', ')}) VALUES ${tuples(columns.length, rows)}`);
+}
+
+function upsertSql(table: string, key: string[], metrics: string[], rows: number): string {
+  return cachedSql(`upsert|${table}|${key.join(',')}|${metrics.join(',')}|${rows}`, () =>
+    `INSERT INTO ${table} (${[...key, ...metrics].join(', ')}) VALUES ${tuples(key.length + metrics.length, rows)} ` +
+      `ON CONFLICT (${key.join(', ')}) DO UPDATE SET ${metrics.map((m) => `${m} = ${table}.${m} + excluded.${m}`).join(', ')}`);
 }
 
 async function upsertAdd(db: Queryable, table: string, key: string[], rows: readonly Record<string, unknown>[], metrics: readonly string[]): Promise<void> {

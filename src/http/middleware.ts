@@ -3,11 +3,11 @@
  * metrics, and the error handler that turns anything thrown into the one
  * error shape (and a 500 into a generic message, the details logged only).
  */
-import crypto from 'node:crypto';
 import type { Context, Middleware, Next } from 'koa';
 import type { Logger } from '../logger';
 import { normalizeAddress } from '../auth/allowlist';
 import { ApiError } from './errors';
+import { identifierBytes } from '../ids';
 import type { RequestState } from './context';
 import type { Metrics } from '../metrics';
 
@@ -16,7 +16,7 @@ const INCOMING_ID = /^[A-Za-z0-9._-]{1,64}$/;
 export function requestContext(): Middleware {
   return async (ctx: Context, next: Next) => {
     const incoming = ctx.get('x-request-id');
-    const requestId = INCOMING_ID.test(incoming) ? incoming : `req_${crypto.randomBytes(9).toString('base64url')}`;
+    const requestId = INCOMING_ID.test(incoming) ? incoming : `req_${identifierBytes(9).toString('base64url')}`;
     // With trustProxy, Koa reads X-Forwarded-For; maxIpsCount=1 takes the entry our proxy appended.
     const clientIp = normalizeAddress(ctx.app.proxy ? ctx.ips[0] || ctx.ip : ctx.socket.remoteAddress);
     Object.assign(ctx.state as RequestState, { requestId, clientIp });

@@ -9,6 +9,7 @@
 import MailComposer from 'nodemailer/lib/mail-composer';
 import type Mail from 'nodemailer/lib/mailer';
 import { Address, formatAddress } from './addresses';
+import { identifierBytes } from '../ids';
 
 export interface Attachment {
   filename: string;
@@ -32,16 +33,23 @@ export interface MimeInput {
   date: number;
 }
 
+const NON_ASCII = /[^\x00-\x7f]/;
+
 /**
  * The composer picks quoted-printable or base64 for each text by matching every
  * letter with a regex, which is a large share of its cost on 5 KB bodies. The
  * same choice from one pass over the char codes: QP while most text is ASCII.
+ * An all-ASCII text (most mail) is recognised by one regex scan, several times faster than the loop.
  */
 function textEncoding(...texts: Array<string | undefined>): 'quoted-printable' | 'base64' {
   let ascii = 0;
   let other = 0;
   for (const text of texts) {
     if (!text) continue;
+    if (!NON_ASCII.test(text)) {
+      ascii += text.length;
+      continue;
+    }
     for (let i = 0; i < text.length; i++) {
       if (text.charCodeAt(i) < 128) ascii++;
       else other++;
@@ -51,7 +59,10 @@ function textEncoding(...texts: Array<string | undefined>): 'quoted-printable' |
 }
 
 export function composeMime(input: MimeInput): Promise<Buffer> {
-  const options: Mail.Options = {
+  // baseBoundary: the composer's own form (8 random bytes in hex), which it would otherwise draw from OpenSSL
+  // once per message; ours comes from the identifier pool (src/ids.ts). An option MailComposer reads, untyped.
+  const options: Mail.Options & { baseBoundary: string } = {
+    baseBoundary: identifierBytes(8).toString('hex'),
     textEncoding: textEncoding(input.subject, input.html, input.text),
     from: formatAddress(input.from),
     to: input.to.map(formatAddress),
