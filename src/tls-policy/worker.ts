@@ -34,7 +34,7 @@ export class TlsReportWorker implements Worker {
     if (!tlsReports.enabled && !mtaSts.enabled) return;
     const tick = () => {
       if (this.stopped) return;
-      this.running = this.runOnce().catch((err) => this.deps.log.error({ err }, 'TLS reporting failed; the next run tries again'));
+      this.runOnce().catch((err) => this.deps.log.error({ err }, 'TLS reporting failed; the next run tries again'));
       this.timer = setTimeout(tick, HOUR_MS);
       this.timer.unref();
     };
@@ -47,8 +47,17 @@ export class TlsReportWorker implements Worker {
     await this.running;
   }
 
-  /** Sends the reports of every finished day, and returns what each rua answered (logs and tests). */
-  async runOnce(): Promise<void> {
+  /**
+   * Sends the reports of every finished day. Runs one at a time: a run asked for while another is going (the
+   * hourly one, the one at start) waits for it, so two runs never read the same counts and report them twice.
+   */
+  runOnce(): Promise<void> {
+    const run = this.running.then(() => this.run());
+    this.running = run.catch(() => undefined);
+    return run;
+  }
+
+  private async run(): Promise<void> {
     // Policies past their max_age are never applied again: the table keeps only what may still be in force.
     await this.deps.writer.run((trx) => trx('mta_sts_policies').where('expires_at', '<', this.deps.clock.now()).delete());
     if (this.deps.config.delivery.tlsReports.enabled) await this.sendDue();

@@ -205,7 +205,8 @@ describe('two nodes on one PostgreSQL database', () => {
     await a.app.db('tls_report_counts').insert({ day, policy_domain: 'dest.test', policy_type: 'no-policy-found', result: 'success', sending_ip: A.address, receiving_mx: 'mx.dest.test', sessions: 3 });
     const b = await startNode('node-b', B, a.app, tls);
     const reports = () => sink.messages.filter((m) => m.rcptTo.includes('tlsrpt@dest.test'));
-    // The leader's worker reports at its start; the day's counts go once it has.
+    // Whichever node leads reports (its start-up run may have come before the counts did); the other's is a no-op.
+    await Promise.all([a, b].map((n) => worker<{ runOnce(): Promise<void> }>(n.app, 'tls-reports').runOnce()));
     await eventually(async () => reports().length > 0 && (await counts()).length === 0, 30_000, 'the report sent and its counts removed');
     await Promise.all([a, b].map((n) => worker<{ runOnce(): Promise<void> }>(n.app, 'tls-reports').runOnce()));
     const leader = a.leader.leading ? a : b;
