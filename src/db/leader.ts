@@ -120,7 +120,10 @@ export class Leader implements Worker {
     // Released before the node's other work ends, so another node can take over without waiting for us.
     const client = this.client;
     this.client = null;
-    if (client) await client.query('SELECT pg_advisory_unlock($1)', [LEADER_LOCK_KEY]).catch(() => undefined).then(() => client.end().catch(() => undefined));
+    if (client) {
+      await client.query('SELECT pg_advisory_unlock($1)', [LEADER_LOCK_KEY]).catch(() => undefined); // bounded: query_timeout
+      void client.end().catch(() => undefined); // not awaited: over a dead link the close itself may never finish
+    }
     this.leading = !this.postgres;
   }
 
@@ -142,7 +145,17 @@ export class Leader implements Worker {
   }
 
   private async connect(): Promise<pg.Client> {
-    const client = new pg.Client({ connectionString: postgresUrl(this.deps.config), application_name: `pigeon-leader-${this.node}` });
+    // Every statement and the connect are bounded by the check interval: a leader cut off from the server
+    // (a partition: no error, no answer) must end its term at its next check, since the server may already
+    // have dropped its session, and with it the lock, and elected another node.
+    const limitMs = this.deps.config.node.electionRetryMs;
+    const client = new pg.Client({
+      connectionString: postgresUrl(this.deps.config),
+      application_name: `pigeon-leader-${this.node}`,
+      query_timeout: limitMs,
+      connectionTimeoutMillis: limitMs,
+      keepAlive: true,
+    });
     // An error between queries (the server went away) ends the term now, not at the next check.
     client.on('error', (err) => {
       if (this.client !== client) return;
@@ -168,7 +181,7 @@ export class Leader implements Worker {
       this.deps.log.warn('no longer elected for background work; stopping it');
       await Promise.all(this.members.map((m) => m.follow()));
     }
-    await client?.end().catch(() => undefined);
+    void client?.end().catch(() => undefined); // not awaited: over a dead link the close may never finish
   }
 }
 
