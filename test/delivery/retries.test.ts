@@ -99,7 +99,7 @@ describe('retries and bounces', () => {
       assert.equal(suppression.source_message_id, id);
 
       const connections = sink.connections;
-      const billed = async () => Number((await world.app.db('usage_counters').sum({ n: 'messages' }).first())?.n ?? 0);
+      const billed = async () => (await world.app.deps.writer.flushCounters(), Number((await world.app.db('usage_counters').sum({ n: 'messages' }).first())?.n ?? 0)); // PostgreSQL sums counters for up to 1 s (counterFlushMs)
       const billedBefore = await billed();
       const again = await sendMessage(world, { to: 'Gone@dest.test' });
       assert.equal(await billed(), billedBefore + 1, 'a live send counts at accept');
