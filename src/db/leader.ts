@@ -26,6 +26,10 @@ import { postgresUrl } from './postgres';
 
 /** 'pigeon' in ASCII, as a bigint: the advisory lock every node of one database competes for. */
 export const LEADER_LOCK_KEY = '123598008577902';
+/** Connecting and trying the lock give up after this long (or the retry interval, if longer). */
+const CONNECT_LIMIT_MS = 10_000;
+/** The leader's session check gives up after its interval, but never sooner than this. */
+const CHECK_LIMIT_MIN_MS = 1_000;
 
 /** A background worker that runs only on the elected node (see `singleton`). */
 class Singleton implements Worker {
@@ -122,7 +126,7 @@ export class Leader implements Worker {
     this.client = null;
     if (client) {
       await client.query('SELECT pg_advisory_unlock($1)', [LEADER_LOCK_KEY]).catch(() => undefined); // bounded: query_timeout
-      void client.end().catch(() => undefined); // not awaited: over a dead link the close itself may never finish
+      await client.end().catch(() => undefined);
     }
     this.leading = !this.postgres;
   }
@@ -132,7 +136,9 @@ export class Leader implements Worker {
     if (this.stopped) return;
     try {
       if (this.leading) {
-        await this.client!.query('SELECT 1');
+        // Bounded: a leader cut off from the server must end its term now, since the server may already have
+        // dropped its session (and the lock with it) and elected another node.
+        await this.client!.query({ text: 'SELECT 1', query_timeout: this.checkLimitMs() } as pg.QueryConfig); // pg reads query_timeout per query; its types omit it
         return;
       }
       this.client ??= await this.connect();
@@ -144,11 +150,15 @@ export class Leader implements Worker {
     }
   }
 
+  /** The leader's check gives up after one interval, but not below 1 s (a loaded server is not a lost one). */
+  private checkLimitMs(): number {
+    return Math.max(CHECK_LIMIT_MIN_MS, this.deps.config.node.electionRetryMs);
+  }
+
   private async connect(): Promise<pg.Client> {
-    // Every statement and the connect are bounded by the check interval: a leader cut off from the server
-    // (a partition: no error, no answer) must end its term at its next check, since the server may already
-    // have dropped its session, and with it the lock, and elected another node.
-    const limitMs = this.deps.config.node.electionRetryMs;
+    // Nothing on this session may wait for ever (a partition: no error, no answer); the leader's own check has
+    // the tighter bound (campaign). A slow server only delays a follower's election, so its bound is generous.
+    const limitMs = Math.max(CONNECT_LIMIT_MS, this.deps.config.node.electionRetryMs);
     const client = new pg.Client({
       connectionString: postgresUrl(this.deps.config),
       application_name: `pigeon-leader-${this.node}`,
