@@ -67,13 +67,21 @@ export class WriteBuffer {
   }
 
   async flushCounters(trx: Tx): Promise<void> {
+    await this.writeCounters(trx);
+    this.counters.clear();
+  }
+
+  /**
+   * Writes the counters and keeps them: work the writer may run again (its group rolled back by a neighbour
+   * and split) must write the same rows each time, not nothing the second time.
+   */
+  async writeCounters(trx: Tx): Promise<void> {
     // Counter rows in key order: two nodes' writers adding to the same rows lock them in the same order, so
     // they wait for each other instead of deadlocking (PostgreSQL; SQLite has one writer).
     for (const [table, t] of this.counters) {
       const rows = [...t.rows.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, row]) => row);
       await upsertAdd(trx, table, t.key, rows, [...t.metrics]);
     }
-    this.counters.clear();
   }
 
   /** Adds every counter row kept in `other` to this one's (and empties `other`). */

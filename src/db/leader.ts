@@ -26,6 +26,10 @@ import { postgresUrl } from './postgres';
 
 /** 'pigeon' in ASCII, as a bigint: the advisory lock every node of one database competes for. */
 export const LEADER_LOCK_KEY = '123598008577902';
+/** Connecting and trying the lock give up after this long (or the retry interval, if longer). */
+const CONNECT_LIMIT_MS = 10_000;
+/** The leader's session check gives up after its interval, but never sooner than this. */
+const CHECK_LIMIT_MIN_MS = 1_000;
 
 /** A background worker that runs only on the elected node (see `singleton`). */
 class Singleton implements Worker {
@@ -120,7 +124,10 @@ export class Leader implements Worker {
     // Released before the node's other work ends, so another node can take over without waiting for us.
     const client = this.client;
     this.client = null;
-    if (client) await client.query('SELECT pg_advisory_unlock($1)', [LEADER_LOCK_KEY]).catch(() => undefined).then(() => client.end().catch(() => undefined));
+    if (client) {
+      await client.query('SELECT pg_advisory_unlock($1)', [LEADER_LOCK_KEY]).catch(() => undefined); // bounded: query_timeout
+      await client.end().catch(() => undefined);
+    }
     this.leading = !this.postgres;
   }
 
@@ -129,7 +136,9 @@ export class Leader implements Worker {
     if (this.stopped) return;
     try {
       if (this.leading) {
-        await this.client!.query('SELECT 1');
+        // Bounded: a leader cut off from the server must end its term now, since the server may already have
+        // dropped its session (and the lock with it) and elected another node.
+        await this.client!.query({ text: 'SELECT 1', query_timeout: this.checkLimitMs() } as pg.QueryConfig); // pg reads query_timeout per query; its types omit it
         return;
       }
       this.client ??= await this.connect();
@@ -141,8 +150,22 @@ export class Leader implements Worker {
     }
   }
 
+  /** The leader's check gives up after one interval, but not below 1 s (a loaded server is not a lost one). */
+  private checkLimitMs(): number {
+    return Math.max(CHECK_LIMIT_MIN_MS, this.deps.config.node.electionRetryMs);
+  }
+
   private async connect(): Promise<pg.Client> {
-    const client = new pg.Client({ connectionString: postgresUrl(this.deps.config), application_name: `pigeon-leader-${this.node}` });
+    // Nothing on this session may wait for ever (a partition: no error, no answer); the leader's own check has
+    // the tighter bound (campaign). A slow server only delays a follower's election, so its bound is generous.
+    const limitMs = Math.max(CONNECT_LIMIT_MS, this.deps.config.node.electionRetryMs);
+    const client = new pg.Client({
+      connectionString: postgresUrl(this.deps.config),
+      application_name: `pigeon-leader-${this.node}`,
+      query_timeout: limitMs,
+      connectionTimeoutMillis: limitMs,
+      keepAlive: true,
+    });
     // An error between queries (the server went away) ends the term now, not at the next check.
     client.on('error', (err) => {
       if (this.client !== client) return;
@@ -168,7 +191,7 @@ export class Leader implements Worker {
       this.deps.log.warn('no longer elected for background work; stopping it');
       await Promise.all(this.members.map((m) => m.follow()));
     }
-    await client?.end().catch(() => undefined);
+    void client?.end().catch(() => undefined); // not awaited: over a dead link the close may never finish
   }
 }
 

@@ -114,7 +114,7 @@ export class Writer {
     if (!this.counters.hasCounters) return Promise.resolve();
     const summed = this.counters;
     this.counters = new WriteBuffer();
-    this.counterFlush = this.run((trx) => summed.flushCounters(trx))
+    this.counterFlush = this.run((trx) => summed.writeCounters(trx)) // kept until committed: a rerun writes them again
       .catch(() => {
         this.counters.addCountersOf(summed); // not written: added to what came since, tried again later
         this.scheduleCounterFlush();

@@ -44,8 +44,11 @@ export class Mta implements Worker, HandoffTaker {
   readonly pool: SmtpPool;
   readonly metrics: DeliveryMetrics;
   private readonly owner: string;
-  /** the queued rows this node can send: sandbox, and pools with an address in this node's ips */
-  private readonly sendable: SendableScope;
+  /**
+   * PostgreSQL: the queued rows this node can send (sandbox, and pools with an address in this node's ips).
+   * SQLite, one node per file: none (every row), so it sends and overflows exactly as a single node always did.
+   */
+  private readonly sendable: SendableScope | undefined;
   private readonly pipeline: PipelineDeps;
   private readonly transact: Transact;
   private readonly submit: Submit;
@@ -80,7 +83,7 @@ export class Mta implements Worker, HandoffTaker {
     hooks: Partial<DeliveryHooks> = {},
   ) {
     this.owner = newLeaseOwner(nodeId(deps.config));
-    this.sendable = sendableHere(deps.config);
+    this.sendable = isPostgres(deps.db) ? sendableHere(deps.config) : undefined;
     this.transact = (work) => deps.writer.run(work);
     this.submit = (kind, item) => deps.writer.batch(kind, item);
     this.reader = deps.reader; // the app's read-only connections: WAL reads never queue behind the writer
@@ -206,7 +209,7 @@ export class Mta implements Worker, HandoffTaker {
    * of a pool this node has no address of (another node's claim takes them).
    */
   async reserve(wanted: number, now: number, batch: SendFacts): Promise<Grant | null> {
-    if (!(await this.sendsHere(batch))) return null;
+    if (this.sendable && !(await this.sendsHere(batch))) return null;
     const count = Math.min(wanted, this.freeSlots());
     if (!this.running || count <= 0) return null;
     this.reserved += count;

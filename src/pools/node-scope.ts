@@ -16,6 +16,7 @@
  * budget instead). Messages of a pool no node has an address of stay queued,
  * unclaimed, until a node with one starts or the pool changes.
  *
+ * On PostgreSQL only (mta.ts): SQLite has one node per file, which claims every row as it always did.
  * The claim and nextWakeAt ask in SQL (`sendableHere`, portable EXISTS
  * subqueries correlated on messages.account_id / ip_pool); the hand-off of
  * fresh sends asks in memory (`sendsHere`), through the pools cache.

@@ -174,5 +174,20 @@ describe('the batched writer', () => {
       assert.equal(await read('retried'), 6);
       await summing.close();
     });
+
+    it('a flush that shares its transaction with work that fails is written when the group is split (bisect reruns it)', async () => {
+      const summing = new Writer(db, { maxWeight: 1000, windowMs: 0, counterFlushMs: 60_000 });
+      await tally(summing, 'shared', 4);
+      // Both handed over in one turn: one transaction, rolled back by the failing work, then split in halves.
+      const flushed = summing.flushCounters();
+      const failing = summing.run(async () => {
+        throw new Error('fails its group');
+      });
+      await assert.rejects(failing, /fails its group/);
+      await flushed;
+      assert.equal(await read('shared'), 4);
+      await summing.close();
+      assert.equal(await read('shared'), 4, 'not written twice either');
+    });
   });
 });

@@ -8,7 +8,7 @@ import { FakeClock } from '../../src/clock';
 import type { Mta } from '../../src/delivery/mta';
 import { startSmtpSink, type SinkContext, type SinkReply, type SmtpSink } from '../support/smtp-sink';
 import { startDnsServer, type TestDnsServer } from '../support/dns-server';
-import { ApiClient, createKey, scrapeMetrics, testConfig, type TestApp } from '../support/app';
+import { ApiClient, createKey, onPostgres, scrapeMetrics, testConfig, type TestApp } from '../support/app';
 import { deliveryConfig, sendMessage, pointMx, startWorld, type World } from '../delivery/world';
 import { ipOf, liveClient } from './helpers';
 
@@ -176,6 +176,26 @@ describe('warm-up and throttling through the MTA', () => {
     assert.deepEqual([from(otherMx), from(gmailMx)], [{ [SEASONED.address]: 1 }, { [SEASONED.address]: 1 }]);
     const ip = ipOf((await w.app.api.get('/v1/ip-pools/seasoned')).body, SEASONED.address);
     assert.deepEqual(ip.usage_today.by_provider, { gmail: 1, other: 1 });
+  });
+
+  // One node per SQLite file sends everything it has: the per-node claim scope (pools/node-scope.ts) is for
+  // several nodes on PostgreSQL, where a pool none of whose addresses is here waits for the node that has them.
+  it('SQLite: a pool whose address left the config still overflows into a pool that has one', { skip: onPostgres && 'PostgreSQL: such a pool waits for a node with its address (docs/postgres.md)' }, async () => {
+    const w = await begin(at(2, 12, 0), { fresh: [WARMING.address], seasoned: [SEASONED.address] });
+    assert.equal((await (await liveClient(w.app)).patch('/v1/ip-pools/fresh', { overflow: 'seasoned' })).status, 200);
+    await w.app.close();
+    const quiet = new Writable({ write: (_c, _e, cb) => cb() });
+    const app = await createApp(testConfig((w.app as TestApp).dataDir, deliveryConfig(dns.address, gmailMx.port, { ips: [SEASONED] })), { clock: w.clock, logStream: quiet });
+    const restarted: World = { ...w, app: app as unknown as TestApp, live: new ApiClient(app.http.url, w.live.key), mta: app.workers.find((x) => x.name === 'delivery') as Mta,
+      stop: async () => {
+        await app.close();
+        await (w.app as TestApp).stop();
+      } };
+    world = restarted;
+    const ids = await queue(restarted, 2, 'dest.test', 'fresh');
+    await restarted.mta.runOnce();
+    assert.deepEqual(await statuses(restarted, ids), { delivered: 2 });
+    assert.deepEqual(from(otherMx), { [SEASONED.address]: 2 });
   });
 
   it('a restart in the middle of the day keeps the counts', async () => {
