@@ -13,7 +13,7 @@ export async function accountsOverview(db: Queryable, now: number) {
   const usage: Array<{ account_id: string; messages: number }> = await db('usage_counters').where({ month }).select('account_id', 'messages');
   const sent = (await db('analytics_totals').where({ mode: 'live', tag: '', grain: 'd', bucket: today })
     .groupBy('account_id').select('account_id').sum({ n: 'sent' })) as Array<{ account_id: string; n: number }>;
-  const usageOf = new Map(usage.map((u) => [u.account_id, Number(u.messages)]));
+  const usageOf = new Map(usage.map((u) => [u.account_id, Math.max(0, Number(u.messages))]));
   const sentOf = new Map(sent.map((s) => [s.account_id, Number(s.n)]));
   return accounts.map((a) => ({
     name: a.name,
