@@ -13,10 +13,13 @@ describe('statements per message on the writer', () => {
       pointMx(world.dns, 'dest.test', [{ name: 'mx.dest.test', address: '127.0.0.1' }]);
       await sendMessage(world, { to: 'warm@dest.test' }); // caches and the first signature warm up
       await world.mta.runOnce();
-      const seen = await statementsDuring(world, async () => {
+      // Work on timers, for every send at once, is not this message's path: the pools worker's write of buffered
+      // IP statistics (stopped here) and the writer's WAL checkpoint between commits (left out of the count).
+      await world.app.workers.find((w) => w.name === 'pools')?.stop();
+      const seen = (await statementsDuring(world, async () => {
         await sendMessage(world, { to: 'alice@dest.test' });
         await world.mta.runOnce();
-      });
+      })).filter((sql) => !/wal_checkpoint/i.test(sql));
       await sink.waitFor(2);
       console.log(`# one message: ${seen.length} statements\n#   ${seen.join('\n#   ')}`);
       assert.ok(seen.length <= ONE_MESSAGE_BOUND, `${seen.length} statements:\n${seen.join('\n')}`);
