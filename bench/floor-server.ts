@@ -15,7 +15,7 @@
  */
 import crypto from 'node:crypto';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import nodemailer from 'nodemailer';
 import MailComposer from 'nodemailer/lib/mail-composer';
 import { createSigner } from '../src/delivery/signer';
@@ -49,7 +49,14 @@ async function main(): Promise<void> {
   const { privateKey } = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 });
   const key: SigningKey = { domain: 'shop.bench', selector: 'floor', algorithm: 'rsa', privateKeyPem: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString() };
   const signer = createSigner('auto');
-  const transport = nodemailer.createTransport({ pool: true, host: '127.0.0.1', port: o.sinkPort, maxConnections: o.connections, maxMessages: Infinity, secure: false, ignoreTLS: true });
+  // Each pooled connection with Nagle off, as Pigeon's own client has it (delivery/smtp-client.ts): otherwise the
+  // final "." of every message waits for the sink's delayed ACK (~40 ms), and the floor measures that instead.
+  const getSocket = (_opts: unknown, callback: (err: Error | null, socket?: { connection: net.Socket }) => void) => {
+    const socket = net.connect({ host: '127.0.0.1', port: o.sinkPort }, () => callback(null, { connection: socket }));
+    socket.setNoDelay(true);
+    socket.once('error', (err) => callback(err));
+  };
+  const transport = nodemailer.createTransport({ pool: true, host: '127.0.0.1', port: o.sinkPort, maxConnections: o.connections, maxMessages: Infinity, secure: false, ignoreTLS: true, getSocket } as Parameters<typeof nodemailer.createTransport>[0]);
   let failed = 0;
 
   const relay = async (body: SendBody) => {
