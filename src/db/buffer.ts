@@ -58,7 +58,7 @@ export class WriteBuffer {
 
   /**
    * Writes the kept inserts (in first-written order), then the counters unless `counters` is false: then they
-   * stay here for takeCounters() (the writer sums them across transactions, see Writer's counterFlushMs).
+   * stay here for the writer to sum across transactions (addCountersOf; see Writer's counterFlushMs).
    */
   async flush(trx: Tx, counters = true): Promise<void> {
     for (const [table, rows] of this.inserts) await insertChunked(trx, table, rows);
