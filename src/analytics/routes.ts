@@ -65,7 +65,8 @@ function rangeBody(scope: AnalyticsScope) {
   };
 }
 
-const NOTE = 'Counts are per account and per mode of the calling key, by the time each event happened.';
+const NOTE = 'Counts are per account and per mode of the calling key, by the time each event happened. ' +
+  'With several nodes on one PostgreSQL database, another node\'s events are counted within `database.counterFlushMs` (1 s by default).';
 
 export function registerAnalyticsRoutes(api: ApiRouter, deps: AppDeps): void {
   const { reader: db, clock } = deps; // every route here only reads
