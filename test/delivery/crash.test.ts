@@ -10,7 +10,7 @@ import { testPostgresAdminUrl } from '../support/postgres';
 import { runCli } from '../support/cli';
 import { startDnsServer } from '../support/dns-server';
 import { startSmtpSink } from '../support/smtp-sink';
-import { serve } from '../support/serve';
+import { startServer } from '../support/cli';
 import { addDomain, publish, verify } from '../domains/helpers';
 
 const CONCURRENCY = 20;
@@ -47,7 +47,7 @@ describe('crash safety', () => {
       ips: [{ address: '127.0.0.1', hostname: 'out.crash.test' }],
       rateLimit: { requestsPerSecond: 100_000, burst: 100_000 },
     })));
-    let serving = await serve(configFile, true);
+    let serving = await startServer(configFile, true);
     try {
       const admin = new ApiClient(serving.url, serving.bootstrapKey ?? '');
       const created = runCli(['keys', 'create', '--mode', 'live', '--scopes', 'messages:send', '--config', configFile]);
@@ -64,7 +64,7 @@ describe('crash safety', () => {
       let killed = false;
       const killer = sink.waitFor(50, 20_000).then(() => {
         killed = true;
-        serving.child.kill('SIGKILL');
+        return serving.stop('SIGKILL');
       });
       const client = async () => {
         while (next < 500 && !killed) {
@@ -78,12 +78,11 @@ describe('crash safety', () => {
       };
       await Promise.all(Array.from({ length: 25 }, client));
       await killer;
-      await serving.exited;
       agent.destroy();
       const arrivedBeforeKill = sink.messages.length;
       assert.ok(accepted.size > 0 && arrivedBeforeKill < accepted.size + CONCURRENCY, 'the kill happened in the middle of the work');
 
-      serving = await serve(configFile);
+      serving = await startServer(configFile);
       const idOf = (mailFrom: string) => /^b\+(msg_[0-9a-z]{26})-/.exec(mailFrom)?.[1] ?? '';
       const deadline = Date.now() + 20_000;
       const arrived = () => new Set(sink.messages.map((m) => idOf(m.mailFrom)));
@@ -97,8 +96,7 @@ describe('crash safety', () => {
       assert.ok(duplicates <= CONCURRENCY, `${duplicates} duplicates exceed the ${CONCURRENCY} messages that can be in flight`);
       console.log(`crash test: ${accepted.size} accepted, ${arrivedBeforeKill} delivered before the kill, ${duplicates} delivered twice`);
     } finally {
-      serving.child.kill('SIGKILL');
-      await serving.exited;
+      await serving.stop('SIGKILL');
       await sink.close();
       await dns.close();
       fs.rmSync(dataDir, { recursive: true, force: true });

@@ -11,7 +11,7 @@ import { MASTER_KEY_FILE } from '../../src/crypto/secret-box';
 import type { Mta } from '../../src/delivery/mta';
 import { ApiClient, createKey, startTestApp } from '../support/app';
 import { startDnsServer } from '../support/dns-server';
-import { serve, type Serving } from '../support/serve';
+import { startServer, type ServerProcess } from '../support/cli';
 import { startSmtpSink } from '../support/smtp-sink';
 import { eventually } from '../support/wait';
 import { deliveryConfig, pointMx, SENDER_DOMAIN, verifiedDomain } from '../delivery/world';
@@ -30,7 +30,7 @@ describe('a node that dies', () => {
     const delivery = { leaseSeconds: LEASE_SECONDS, concurrency: CONCURRENCY };
     const b = await startTestApp(deliveryConfig(dns.address, sink.port, { node: { id: 'node-b' }, ips: [B], delivery }), { clock: clock as Clock });
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'pigeon-node-a-'));
-    let serving: Serving | undefined;
+    let serving: ServerProcess | undefined;
     try {
       await verifiedDomain(b, dns, SENDER_DOMAIN); // also makes B's secret.key, which every node shares
       fs.copyFileSync(path.join(b.dataDir, MASTER_KEY_FILE), path.join(dataDir, MASTER_KEY_FILE));
@@ -39,13 +39,13 @@ describe('a node that dies', () => {
         ...deliveryConfig(dns.address, sink.port, { node: { id: 'node-a' }, ips: [A], delivery: { ...delivery, allowPrivateTargets: true } }),
         dataDir,
         database: { client: 'postgres', url: b.config.database.url },
-        log: { level: 'info' }, // serve() waits for the "pigeon started" line
+        log: { level: 'info' }, // startServer() waits for the "pigeon started" line
         http: { port: 0 },
         smtp: { submission: { port: 0 }, inbound: { port: 0 } },
         metrics: { port: 0 },
         rateLimit: { requestsPerSecond: 100_000, burst: 100_000 },
       }));
-      serving = await serve(configFile);
+      serving = await startServer(configFile);
       const liveKey = await createKey(b, 'live', ['messages:send', 'ip-pools:manage']);
       const onA = new ApiClient(serving.url, liveKey);
       assert.equal((await onA.post('/v1/ip-pools', { name: 'pool-a', ips: [A.address] })).status, 201);
@@ -64,8 +64,7 @@ describe('a node that dies', () => {
         accepted.shared.push(...(await send(onA, batch(`d${i}-`, 15))));
         accepted.sandbox.push(...(await send(sandboxOnA, batch(`s${i}-`, 10))));
       }
-      serving.child.kill('SIGKILL');
-      await serving.exited;
+      await serving.stop('SIGKILL');
       serving = undefined;
       // While A is down, more for A's pool through B: these can only wait.
       const waiting = await send(b.api.withKey(liveKey), batch('late-', 10), 'pool-a');
@@ -86,7 +85,7 @@ describe('a node that dies', () => {
       assert.ok(undelivered.length >= waiting.length, 'pool-a messages wait for A');
       assert.ok(undelivered.every((r) => !r.lease_owner?.startsWith('mta-node-b-')), 'none of them claimed by B');
 
-      serving = await serve(configFile); // A again, same node.id: it releases its own stale leases and sends
+      serving = await startServer(configFile); // A again, same node.id: it releases its own stale leases and sends
       await eventually(async () => (await statusOf(accepted.poolA)).every((s) => s === 'delivered'), 60_000, 'A delivers pool-a after its restart');
       const received = new Map<string, string[]>();
       for (const m of sink.messages) for (const r of m.rcptTo) received.set(r, [...(received.get(r) ?? []), m.remoteAddress]);
@@ -98,8 +97,7 @@ describe('a node that dies', () => {
       console.log(`node death: ${live.length} live + ${accepted.sandbox.length} sandbox accepted, ${undelivered.length} of pool-a waited for A, ${duplicates} delivered twice`);
     } finally {
       if (serving) {
-        serving.child.kill('SIGKILL');
-        await serving.exited;
+        await serving.stop('SIGKILL');
       }
       await b.stop();
       await sink.close();
