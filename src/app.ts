@@ -11,7 +11,8 @@ import type { AddressInfo } from 'node:net';
 import type { DestinationStream } from 'pino';
 import { Clock, systemClock } from './clock';
 import { Config, ConfigInput, parseConfig } from './config';
-import { Db, isPostgres, migrateLatest, openDatabase } from './db';
+import { Db, isPostgres, migrateLatest, openCheckpointConnection, openDatabase } from './db';
+import { WalCheckpointer } from './db/checkpointer';
 import { attachReader, openReader } from './db/reader';
 import { Writer } from './db/writer';
 import { startBus, type Bus } from './db/notify';
@@ -56,7 +57,7 @@ export async function createApp(input: Config | ConfigInput = {}, options: AppOp
   const config = parseConfig(input);
   const clock = options.clock ?? systemClock;
   const log = createLogger(config.log.level, options.logStream);
-  const db = openDatabase(config, undefined, { autoCheckpoint: false }); // the writer checkpoints between its commits
+  const db = openDatabase(config, undefined, { autoCheckpoint: false }); // checkpoints run beside the writer (db/checkpointer.ts)
   await migrateLatest(db);
   const bootstrapKey = await bootstrapIfEmpty(db, clock.now());
   // A node whose secret.key cannot open the database's DKIM keys would defer every signed message: refuse to start.
@@ -96,6 +97,7 @@ export async function createApp(input: Config | ConfigInput = {}, options: AppOp
     // a listener that cannot start (port taken, bad certificate) must not leave the others and the database open
     await Promise.all(Object.values(listeners).map((l) => l.close()));
     await bus.close();
+    await deps.writer.close();
     await Promise.all([reader.destroy(), db.destroy()]);
     throw err;
   }
@@ -134,9 +136,14 @@ export async function createApp(input: Config | ConfigInput = {}, options: AppOp
   };
 }
 
+/** SQLite: checkpoint once a second while commits happen; the writer's connection rewinds the WAL past 16 MiB (4 KiB pages). */
+const CHECKPOINT_INTERVAL_MS = 1000;
+const WAL_RESTART_FRAMES = 4096;
+
 /** The shared writer, with `pigeon_writer_commit_weight` showing how much each commit carried. */
 function createWriter(db: Db, config: Config, metrics: Metrics, log: Logger): Writer {
   const { groupCommit, groupCommitWindowMs, groupCommitMaxMessages } = config.messages;
+  const onCheckpointError = (err: unknown) => log.warn({ err }, 'WAL checkpoint failed; the next one will try again');
   const weight = new Histogram({
     name: 'pigeon_writer_commit_weight', help: 'Work (messages) committed per writer transaction',
     buckets: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000], registers: [metrics.registry],
@@ -144,7 +151,10 @@ function createWriter(db: Db, config: Config, metrics: Metrics, log: Logger): Wr
   return new Writer(db, {
     maxWeight: groupCommit ? groupCommitMaxMessages : 1, windowMs: groupCommitWindowMs, onCommit: (_n, w) => weight.observe(w),
     counterFlushMs: config.database.counterFlushMs ?? (isPostgres(db) ? 1000 : 0),
-    checkpointMs: isPostgres(db) ? 0 : 1000, onCheckpointError: (err) => log.warn({ err }, 'WAL checkpoint failed; the next one will try again'),
+    checkpoints: isPostgres(db) ? undefined : new WalCheckpointer(openCheckpointConnection(config), {
+      intervalMs: CHECKPOINT_INTERVAL_MS, restartFrames: WAL_RESTART_FRAMES, onError: onCheckpointError,
+    }),
+    onCheckpointError,
   });
 }
 

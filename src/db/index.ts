@@ -7,9 +7,9 @@
  *
  * Tuned for the one writer (writer.ts): a 64 MiB page cache, so the hot pages
  * of the queue and its indexes stay in memory as tables grow; reads through a
- * 256 MiB memory map; no automatic checkpoint inside a commit (the server's
- * writer runs a passive one between its groups, after their callers were
- * answered: writer.ts); and a WAL truncated back to 64 MiB after a checkpoint.
+ * 256 MiB memory map; no automatic checkpoint inside a commit (the server
+ * checkpoints on a connection of its own, off the commit path:
+ * checkpointer.ts); and a WAL truncated back to 64 MiB after a checkpoint.
  * `synchronous = FULL` (the default) makes each commit survive power loss;
  * accepts and delivery outcomes share commits, so they share that guarantee.
  */
@@ -31,7 +31,7 @@ export function databaseFile(config: Config): string {
 }
 
 /**
- * `autoCheckpoint: false` for the server's writer, which checkpoints between its commits; tools (the CLI)
+ * `autoCheckpoint: false` for the server's writer, whose checkpoints run beside it (checkpointer.ts); tools (the CLI)
  * keep SQLite's automatic one, since no timer runs for them.
  */
 export function openDatabase(config: Config, filename = databaseFile(config), options: { autoCheckpoint?: boolean } = {}): Db {
@@ -45,6 +45,15 @@ export function openDatabase(config: Config, filename = databaseFile(config), op
     `PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = ${busyTimeoutMs};` +
     ` PRAGMA synchronous = ${synchronous}; ${CACHE_PRAGMAS} PRAGMA journal_size_limit = 67108864;` +
     ` PRAGMA wal_autocheckpoint = ${autoCheckpoint ? 1000 : 0};`);
+}
+
+/**
+ * The WAL checkpointer's own connection (checkpointer.ts), with the writer's `synchronous`: SQLite syncs the
+ * database file at the end of a checkpoint only when the connection that ran it says so.
+ */
+export function openCheckpointConnection(config: Config, filename = databaseFile(config)): Db {
+  const { synchronous, busyTimeoutMs } = config.database;
+  return sqliteKnex(filename, 1, `PRAGMA busy_timeout = ${busyTimeoutMs}; PRAGMA synchronous = ${synchronous};`);
 }
 
 /** Page cache and memory map, for the writer and the readers alike. */

@@ -15,6 +15,7 @@
  */
 import type { Db, Tx } from './index';
 import { attachBuffer, WriteBuffer } from './buffer';
+import type { CheckpointTurns } from './checkpointer';
 
 export type Work<T> = (trx: Tx) => Promise<T>;
 
@@ -45,11 +46,11 @@ export interface WriterOptions {
   /** Each commit: pieces of work and their summed weight (metrics). */
   onCommit?(pieces: number, weight: number): void;
   /**
-   * Run a PASSIVE WAL checkpoint on the writer's own connection at most this often, between groups (after
-   * their callers were answered) and once more when the writer falls idle; 0: never (SQLite's automatic
-   * checkpoint does it inside a commit instead). See checkpoint() for why it must be this connection.
+   * SQLite: the WAL checkpointer (checkpointer.ts), told of every commit; between groups the writer runs a
+   * PASSIVE checkpoint on its own connection when it says the WAL must start over. None: SQLite's automatic
+   * checkpoint (inside a commit), or PostgreSQL.
    */
-  checkpointMs?: number;
+  checkpoints?: CheckpointTurns;
   onCheckpointError?(err: unknown): void;
   /**
    * >0: counter additions of committed transactions are summed here and written together at most this often
@@ -65,8 +66,6 @@ export class Writer {
   private scheduled = false;
   private running = false;
   private idle: Array<() => void> = [];
-  private lastCheckpoint = performance.now();
-  private idleCheckpoint?: NodeJS.Timeout;
   private closed = false;
   /** counter additions of committed transactions not written yet (counterFlushMs) */
   private counters = new WriteBuffer();
@@ -99,8 +98,8 @@ export class Writer {
     await this.drained();
     await this.flushCounters();
     this.closed = true;
-    clearTimeout(this.idleCheckpoint);
     await this.drained();
+    await this.options.checkpoints?.close();
   }
 
   /**
@@ -136,7 +135,6 @@ export class Writer {
   }
 
   private kick(): void {
-    clearTimeout(this.idleCheckpoint);
     if (this.running || this.scheduled) return;
     this.scheduled = true;
     const start = () => {
@@ -152,44 +150,26 @@ export class Writer {
     try {
       while (this.queue.length) {
         await this.commit(this.take());
-        if (performance.now() - this.lastCheckpoint >= (this.options.checkpointMs || Infinity)) await this.checkpoint();
+        this.options.checkpoints?.committed();
+        if (this.options.checkpoints?.takeWriterTurn()) await this.checkpoint();
       }
     } finally {
       this.running = false;
       for (const resolve of this.idle.splice(0)) resolve();
     }
-    this.checkpointWhenIdle();
   }
 
   /**
-   * Copies the WAL into the database file. It runs on the writer's connection, between transactions: SQLite
-   * can start the WAL over only when a writer begins a transaction after a checkpoint copied every frame, so
-   * a checkpoint from another connection while this one writes back to back would let the WAL grow without
-   * end. PASSIVE never waits for readers; what they still need is copied next time.
+   * Copies what the checkpointer has not yet copied of the WAL into the database file, between two groups
+   * (their callers were answered): under a load that never pauses, only a checkpoint on this connection lets
+   * its next transaction start the WAL over (checkpointer.ts). PASSIVE never waits for readers.
    */
   private async checkpoint(): Promise<void> {
-    this.lastCheckpoint = performance.now();
     try {
       await this.db.raw('PRAGMA wal_checkpoint(PASSIVE)');
     } catch (err) {
       this.options.onCheckpointError?.(err);
     }
-  }
-
-  /** After a burst, one more checkpoint once the writer has been idle for a while, so the WAL does not stay long. */
-  private checkpointWhenIdle(): void {
-    if (!this.options.checkpointMs || this.closed) return;
-    clearTimeout(this.idleCheckpoint);
-    this.idleCheckpoint = setTimeout(() => {
-      if (this.running || this.scheduled || this.queue.length) return;
-      this.running = true;
-      void this.checkpoint().finally(() => {
-        this.running = false;
-        for (const resolve of this.idle.splice(0)) resolve();
-        if (this.queue.length) this.kick();
-      });
-    }, this.options.checkpointMs);
-    this.idleCheckpoint.unref();
   }
 
   /** The next group: queued work up to maxWeight (always at least one piece). */
