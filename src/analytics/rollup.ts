@@ -77,19 +77,29 @@ export function tagSets(tags: readonly string[]): string[] {
   return ['', ...new Set(tags.filter((t) => typeof t === 'string' && t !== ''))];
 }
 
-/** Rollup rows (before upsert) that one change adds to: every grain of both tables, every tag row set. */
+/**
+ * Rollup rows (before upsert) that one change adds to: every grain of both tables, every tag row set. Each row
+ * is one object literal with the deltas assigned after: spreading a shared `common` object into five rows cost
+ * ~35 µs a call (V8's generic clone path), the largest share of recording a delivery.
+ */
 export function rollupRows(dims: RollupDims, deltas: Deltas): { totals: Record<string, unknown>[]; domains: Record<string, unknown>[] } {
   const totals: Record<string, unknown>[] = [];
   const domains: Record<string, unknown>[] = [];
-  const pool = dims.ipPool || DEFAULT_POOL;
+  const { accountId: account_id, mode, sendingDomain: sending_domain, recipientDomain: recipient_domain } = dims;
+  const ip_pool = dims.ipPool || DEFAULT_POOL;
+  const buckets = { h: floorTo('h', dims.at), d: floorTo('d', dims.at), m: floorTo('m', dims.at) };
   for (const tag of tagSets(dims.tags)) {
-    const common = { account_id: dims.accountId, mode: dims.mode, tag, sending_domain: dims.sendingDomain, ip_pool: pool };
-    for (const grain of TOTAL_GRAINS) totals.push({ ...common, grain, bucket: floorTo(grain, dims.at), ...deltas });
+    for (const grain of TOTAL_GRAINS) totals.push(withDeltas({ account_id, mode, tag, grain, bucket: buckets[grain], sending_domain, ip_pool }, deltas));
     for (const grain of DOMAIN_GRAINS) {
-      domains.push({ ...common, grain, bucket: floorTo(grain, dims.at), recipient_domain: dims.recipientDomain, ...deltas });
+      domains.push(withDeltas({ account_id, mode, tag, grain, bucket: buckets[grain], recipient_domain, sending_domain, ip_pool }, deltas));
     }
   }
   return { totals, domains };
+}
+
+function withDeltas(row: Record<string, unknown>, deltas: Deltas): Record<string, unknown> {
+  for (const m in deltas) row[m] = deltas[m as Metric];
+  return row;
 }
 
 const TOTALS_KEY = ['account_id', 'mode', 'tag', 'grain', 'bucket', 'sending_domain', 'ip_pool'];
