@@ -10,8 +10,9 @@
  *   freshly started appliance.
  *
  * Each reports delivered/s, accept-to-delivery p50/p99 (end to end rows), the
- * server's peak RSS and CPU, and connections used; plus the cost of one DKIM
- * signature on this machine.
+ * server's peak RSS and CPU, its CPU per message (the figure that holds on a
+ * loaded, shared machine, where rates swing with the neighbours), and
+ * connections used; plus the cost of one DKIM signature on this machine.
  *
  *   node dist/bench/run.js delivery [--messages=2000] [--size=5000] [--concurrency=20] [--rows=reuse,no-reuse,backlog]
  */
