@@ -10,8 +10,9 @@
  *   freshly started appliance.
  *
  * Each reports delivered/s, accept-to-delivery p50/p99 (end to end rows), the
- * server's peak RSS and CPU, and connections used; plus the cost of one DKIM
- * signature on this machine.
+ * server's peak RSS and CPU, its CPU per message (the figure that holds on a
+ * loaded, shared machine, where rates swing with the neighbours), and
+ * connections used; plus the cost of one DKIM signature on this machine.
  *
  *   node dist/bench/run.js delivery [--messages=2000] [--size=5000] [--concurrency=20] [--rows=reuse,no-reuse,backlog]
  */
@@ -146,14 +147,15 @@ export async function run(args: string[]): Promise<void> {
   if (opts.rows.includes('no-reuse')) rows.push(await endToEnd(opts, false));
   if (opts.rows.includes('backlog')) rows.push(await backlog(opts));
   console.log('');
-  console.log('| run | messages | accepted/s | delivered/s | accept→delivery p50 | p99 | SMTP connections | server peak RSS | server CPU |');
-  console.log('|---|---|---|---|---|---|---|---|---|');
+  console.log('| run | messages | accepted/s | delivered/s | accept→delivery p50 | p99 | SMTP connections | server peak RSS | server CPU | server CPU per message |');
+  console.log('|---|---|---|---|---|---|---|---|---|---|');
   for (const r of rows) {
-    const cells = [r.label, r.messages, fmt(r.acceptedPerSecond), fmt(r.deliveredPerSecond), fmt(r.p50, ' ms'), fmt(r.p99, ' ms'), r.connections, `${Math.round(r.maxRssKb / 1024)} MB`, `${(r.cpuMs / 1000).toFixed(1)} s`];
+    const cells = [r.label, r.messages, fmt(r.acceptedPerSecond), fmt(r.deliveredPerSecond), fmt(r.p50, ' ms'), fmt(r.p99, ' ms'), r.connections, `${Math.round(r.maxRssKb / 1024)} MB`, `${(r.cpuMs / 1000).toFixed(1)} s`, `${(r.cpuMs / r.messages).toFixed(2)} ms`];
     console.log(`| ${cells.join(' | ')} |`);
   }
   console.log('');
   console.log('delivered/s counts from the first send (backlog: from the start of the draining process) to the last arrival.');
+  console.log('Server CPU is the process\'s user+system time (backlog: the draining process, its start included) ÷ messages: the figure to compare on a shared machine.');
   console.log('The sink is smtp-server, which waits 100 ms before every greeting: with one message per connection at most');
   console.log('delivery.maxConnectionsPerDomain (5) connections x ~9 sessions/s bound the no-reuse row, whatever the MTA does.');
 }

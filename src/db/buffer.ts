@@ -46,10 +46,10 @@ export class WriteBuffer {
     if (!t) this.counters.set(table, (t = { key, rows: new Map(), metrics: new Set() }));
     for (const m of metrics) t.metrics.add(m);
     for (const row of rows) {
-      const id = key.map((k) => String(row[k])).join('\u0000');
+      const id = keyOf(key, row);
       const sum = t.rows.get(id);
       if (!sum) {
-        t.rows.set(id, { ...row });
+        t.rows.set(id, Object.assign({}, row));
         continue;
       }
       for (const m of metrics) sum[m] = Number(sum[m] ?? 0) + Number(row[m] ?? 0);
@@ -93,6 +93,13 @@ export class WriteBuffer {
   get hasCounters(): boolean {
     return this.counters.size > 0;
   }
+}
+
+/** The key columns' values joined (a loop: mapping to an array and joining cost several times more per row). */
+function keyOf(key: readonly string[], row: Record<string, unknown>): string {
+  let id = '';
+  for (const k of key) id += `${String(row[k])}\u0000`;
+  return id;
 }
 
 const buffers = new WeakMap<object, WriteBuffer>();

