@@ -39,8 +39,11 @@ export interface Subscription {
 
 // Keys are authenticated owners (account × mode); each entry holds at most limits.webhooksPerAccount hooks.
 const SUBSCRIPTION_CACHE_MAX = 10_000;
-/** Only a lost notification from another node needs it: every change on this node forgets the entry at once. */
-export const SUBSCRIPTION_CACHE_TTL_MS = 2_000;
+/**
+ * Every change on this node forgets its entry at once and the other nodes hear of it, so the TTL only bounds a
+ * lost notification (the bus logs it); a short one would make the writer's transactions wait on the reader.
+ */
+export const SUBSCRIPTION_CACHE_TTL_MS = 30_000;
 
 const keyOf = (owner: WebhookOwner): string => `${owner.mode}:${owner.accountId}`;
 
