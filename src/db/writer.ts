@@ -61,6 +61,17 @@ export interface WriterOptions {
   counterFlushMs?: number;
 }
 
+const handles = new WeakMap<Tx, Db>();
+
+/**
+ * The app handle whose writer runs `trx`; undefined for any other transaction. Lookups that need not see the
+ * transaction's own writes (webhook subscriptions) answer from that app's read caches instead of a SELECT on
+ * the writer connection.
+ */
+export function writerHandleOf(trx: Tx): Db | undefined {
+  return handles.get(trx);
+}
+
 export class Writer {
   private queue: Pending[] = [];
   private scheduled = false;
@@ -190,6 +201,7 @@ export class Writer {
       let buffer: WriteBuffer | undefined;
       results = await this.db.transaction(async (trx) => {
         buffer = attachBuffer(trx);
+        handles.set(trx, this.db);
         const out = await runGroup(trx, group);
         await buffer.flush(trx, !deferCounters);
         return out;

@@ -110,6 +110,7 @@ export function registerWebhookRoutes(api: ApiRouter, deps: AppDeps): void {
     ...base, method: 'post', path: '/v1/webhooks', summary: 'Create a webhook',
     description: 'The URL must be HTTPS and resolve to a public address. The response carries the signing secret, once. ' +
       'The webhook takes the mode of the calling key: a sandbox key\'s webhook receives sandbox events only, a live key\'s live events only. ' +
+      'It receives every event recorded after this response (a message accepted earlier brings its later events), none recorded before. ' +
       '409 limit_reached beyond limits.webhooksPerAccount webhooks per mode.',
     body: z.strictObject({ url, events, secret: secret.optional() }),
     responses: { 201: { description: 'Created', schema: withSecret } },
@@ -139,7 +140,8 @@ export function registerWebhookRoutes(api: ApiRouter, deps: AppDeps): void {
   api.add({
     ...base, method: 'patch', path: '/v1/webhooks/{id}', summary: 'Change a webhook', extension: true, params: idParams,
     description: 'Change url, events or enabled, or rotate the secret (`rotate_secret: true` generates one, `secret` sets one). ' +
-      'After a rotation the old secret keeps signing for 24 hours as a second v1= value; the new secret is in this response only.',
+      'After a rotation the old secret keeps signing for 24 hours as a second v1= value; the new secret is in this response only. ' +
+      'A change of events or enabled applies to every event recorded after this response.',
     body: z.strictObject({
       url: url.optional(),
       events: events.optional(),
@@ -156,7 +158,7 @@ export function registerWebhookRoutes(api: ApiRouter, deps: AppDeps): void {
 
   api.add({
     ...base, method: 'delete', path: '/v1/webhooks/{id}', summary: 'Delete a webhook', params: idParams,
-    description: 'Pending deliveries of the webhook are dropped with it.',
+    description: 'Pending deliveries of the webhook are dropped with it; no event recorded after this response goes to it.',
     responses: { 200: { description: 'Deleted', schema: z.object({ id: z.string(), deleted: z.literal(true) }) } },
     async handler({ params, caller }) {
       await removeWebhook(deps, caller, params.id);

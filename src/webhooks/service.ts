@@ -16,6 +16,7 @@ import { getDelivery, requeue, requeueFailed, Delivery } from './deliveries';
 import type { SendOutcome } from './sender';
 import { generateSecret } from './signature';
 import { checkTarget } from './ssrf';
+import { forgetSubscriptions } from './subscriptions';
 import {
   countWebhooks, deleteWebhook, getSigningWebhook, getWebhook, insertWebhook, secretsKey, signingSecrets, updateWebhook,
   Webhook, WebhookChanges, WebhookOwner,
@@ -54,6 +55,7 @@ export async function createWebhook(deps: Deps, owner: WebhookOwner, input: { ur
   const secret = input.secret ?? generateSecret();
   const row = { accountId: owner.accountId, mode: owner.mode, url, events: normalizeEvents(input.events), secret };
   const webhook = await insertWebhook(deps.db, secretsKey(deps.config.dataDir), row, deps.clock.now());
+  forgetSubscriptions(deps.db, owner); // the next event recorded goes to it too
   return { webhook, secret };
 }
 
@@ -84,6 +86,7 @@ export async function patchWebhook(deps: Deps, owner: WebhookOwner, id: string, 
   const newSecret = patch.rotate_secret ? generateSecret() : patch.secret;
   if (newSecret !== undefined) changes.rotate = { secret: newSecret, overlapUntil: now + ROTATION_OVERLAP_MS };
   const webhook = await updateWebhook(deps.db, secretsKey(deps.config.dataDir), id, changes, now);
+  forgetSubscriptions(deps.db, owner); // events and enabled take effect for the next event recorded
   // Re-enabling may make held deliveries due.
   if (patch.enabled) deps.signals.emit('webhooksChanged');
   return { webhook, ...(newSecret !== undefined ? { secret: newSecret } : {}) };
@@ -91,6 +94,7 @@ export async function patchWebhook(deps: Deps, owner: WebhookOwner, id: string, 
 
 export async function removeWebhook(deps: Deps, owner: WebhookOwner, id: string): Promise<void> {
   if (!(await deleteWebhook(deps.db, owner, id))) throw notFound('webhook', 'id');
+  forgetSubscriptions(deps.db, owner);
 }
 
 export async function requireDelivery(deps: Deps, webhook: Webhook, deliveryId: string): Promise<Delivery> {

@@ -6,13 +6,14 @@
  * after its commit and the dispatcher sends at once (see wakeAfterCommit).
  * An event goes only to webhooks of its own mode: a webhook created with a
  * sandbox key never receives live events, and a live one never sandbox events.
+ * Which webhooks those are comes from memory (subscriptions.ts), not a SELECT
+ * in the transaction.
  */
 import type { Tx } from '../db';
-import type { Mode } from '../auth/scopes';
 import type { RecordedEvent } from '../events/record';
 import { EVENT_TYPES, isExtensionEvent } from '../events/schemas';
 import { insertDeliveries } from './deliveries';
-import { subscribedWebhooks } from './store';
+import { subscriptionsOf } from './subscriptions';
 
 const PUBLIC_EVENTS: ReadonlySet<string> = new Set(EVENT_TYPES);
 
@@ -26,25 +27,9 @@ export function subscribes(events: readonly string[], type: string): boolean {
   return events.includes(type) || (events.includes('*') && !isExtensionEvent(type));
 }
 
-/**
- * Subscriptions read once per transaction, account and mode: the accept path
- * commits many messages (and their events) in one transaction. Keyed by the
- * transaction object, so nothing outlives it and no app state is captured.
- */
-const perTransaction = new WeakMap<Tx, Map<string, Promise<Array<{ id: string; events: string[] }>>>>();
-
-function subscriptions(trx: Tx, accountId: string, mode: Mode): Promise<Array<{ id: string; events: string[] }>> {
-  let byOwner = perTransaction.get(trx);
-  if (!byOwner) perTransaction.set(trx, (byOwner = new Map()));
-  const owner = `${mode}:${accountId}`;
-  let hooks = byOwner.get(owner);
-  if (!hooks) byOwner.set(owner, (hooks = subscribedWebhooks(trx, { accountId, mode })));
-  return hooks;
-}
-
 export async function enqueueWebhookDeliveries(trx: Tx, event: RecordedEvent): Promise<void> {
   if (!PUBLIC_EVENTS.has(event.type)) return;
-  const hooks = await subscriptions(trx, event.accountId, event.mode);
+  const hooks = await subscriptionsOf(trx, { accountId: event.accountId, mode: event.mode });
   const matching = hooks.filter((h) => subscribes(h.events, event.type)).map((h) => h.id);
   await insertDeliveries(trx, event, matching);
   if (matching.length) wakeAfterCommit(trx);

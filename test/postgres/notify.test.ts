@@ -1,7 +1,7 @@
 /**
  * Two nodes on one PostgreSQL database (LISTEN/NOTIFY, src/db/notify.ts): wake-ups and cache invalidations
  * made on node A reach node B at once. The clock is fake and never moves, and every assertion is about state
- * B would otherwise keep (an idle MTA with no timer, a cache whose entry lives 2 s of real time): only news
+ * B would otherwise keep (an idle MTA with no timer, a cache whose entry lives 2 s or more of real time): only news
  * from A explains the result.
  */
 import { after, before, describe, it } from 'node:test';
@@ -16,6 +16,7 @@ import { newId } from '../../src/ids';
 import { createKey, liveApi, startTestApp, type ApiClient, type TestApp } from '../support/app';
 import { makeUser, signedIn } from '../support/console';
 import { eventually } from '../support/wait';
+import { startWebhookReceiver } from '../support/webhook-receiver';
 import { addVerifiedDomain, defaultAccountId, simpleSend } from '../messages/helpers';
 
 const mtaOf = (app: TestApp) => app.workers.find((w) => w.name === 'delivery') as Mta;
@@ -89,6 +90,33 @@ describe('two nodes, one PostgreSQL database', () => {
     const refused = await send();
     assert.equal(refused.status, 422, refused.text);
     assert.equal(refused.body.error.code, 'domain_not_verified');
+  });
+
+  it('a webhook created on A receives the next event B records, and once deleted on A none', async () => {
+    const accountId = await defaultAccountId(a);
+    await addVerifiedDomain(a, accountId, 'hooked.example');
+    await synced(a, b); // B forgot its copy of the account's domains
+    const receiver = await startWebhookReceiver();
+    const liveB = b.api.withKey(liveA.key);
+    const later = new Date(clock.now() + 86_400_000).toISOString(); // scheduled: nothing is sent anywhere
+    const queuedOnB = async () => {
+      const sent = await liveB.post('/v1/messages/send', simpleSend({ from: 'news@hooked.example', send_at: later }));
+      assert.equal(sent.status, 202, sent.text);
+      const id = sent.body.data?.[0]?.id ?? sent.body.id;
+      return a.db('webhook_deliveries as d').join('events as e', 'e.id', 'd.event_id').where('e.message_id', id).pluck('d.webhook_id');
+    };
+    try {
+      assert.deepEqual(await queuedOnB(), [], 'B records message.queued with no webhook (and caches that)');
+      const created = await liveA.post('/v1/webhooks', { url: receiver.url, events: ['message.queued'] });
+      assert.equal(created.status, 201, created.text);
+      await synced(a, b);
+      assert.deepEqual(await queuedOnB(), [created.body.id]);
+      assert.equal((await liveA.delete(`/v1/webhooks/${created.body.id}`)).status, 200);
+      await synced(a, b);
+      assert.deepEqual(await queuedOnB(), [], 'B forgot the deleted webhook (a delivery row for it would fail the send)');
+    } finally {
+      await receiver.close();
+    }
   });
 
   it('a destination paused on A is skipped by B, fresh sends to it included', async () => {
