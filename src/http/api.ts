@@ -78,18 +78,11 @@ export class ApiRouter {
     const route = spec as unknown as AnyRoute;
     this.routes.push(route);
     const koaPath = route.path.replace(/\{(\w+)\}/g, ':$1');
-    this.router.register(koaPath, [route.method.toUpperCase()], [this.nameRoute(route), ...this.bodyParser(route), this.run(route)]);
+    this.router.register(koaPath, [route.method.toUpperCase()], [...this.bodyParser(route), this.run(route)]);
   }
 
   has(method: Method, path: string): boolean {
     return this.routes.some((r) => r.method === method && r.path === path);
-  }
-
-  private nameRoute(route: AnyRoute): Middleware {
-    return async (ctx, next) => {
-      (ctx.state as RequestState).routeName = route.path;
-      await next();
-    };
   }
 
   private bodyParser(route: AnyRoute): Middleware[] {
@@ -97,12 +90,6 @@ export class ApiRouter {
     const multipart = route.bodyType === 'multipart';
     const wanted = multipart ? 'multipart/form-data' : 'application/json';
     const limit = route.bodyLimitBytes ?? this.defaultJsonLimit;
-    const checkType: Middleware = async (ctx, next) => {
-      if (!ctx.is(wanted)) {
-        throw new ApiError(415, 'invalid_request_error', 'unsupported_media_type', `Content-Type must be ${wanted}`);
-      }
-      await next();
-    };
     const parse = koaBody({
       json: !multipart,
       multipart,
@@ -117,20 +104,23 @@ export class ApiRouter {
         throw bodyError(err, limit, multipart);
       },
     });
-    // Authenticate before reading a (possibly large) body.
-    return [this.authOnly(route), checkType, parse];
-  }
-
-  private authOnly(route: AnyRoute): Middleware {
-    return async (ctx, next) => {
-      if (route.scope) (ctx.state as RequestState).caller = requireMode(route, await this.authenticate(ctx, route.scope));
+    // Authenticate and check the type before reading a (possibly large) body; one middleware, as it runs on every send.
+    const beforeBody: Middleware = async (ctx, next) => {
+      const state = ctx.state as RequestState;
+      state.routeName = route.path;
+      if (route.scope) state.caller = requireMode(route, await this.authenticate(ctx, route.scope));
+      if (!ctx.is(wanted)) {
+        throw new ApiError(415, 'invalid_request_error', 'unsupported_media_type', `Content-Type must be ${wanted}`);
+      }
       await next();
     };
+    return [beforeBody, parse];
   }
 
   private run(route: AnyRoute): Middleware {
     return async (ctx) => {
       const state = ctx.state as RequestState;
+      state.routeName = route.path; // for metrics and logs (already set on routes with a body)
       if (route.scope && !state.caller) state.caller = requireMode(route, await this.authenticate(ctx, route.scope));
       const params = parsePart(route.params, ctx.params, 400, ['path']);
       const query = parsePart(route.query, ctx.query, 400, []);

@@ -10,6 +10,9 @@ import MailComposer from 'nodemailer/lib/mail-composer';
 import type Mail from 'nodemailer/lib/mailer';
 import { Address, formatAddress } from './addresses';
 import { identifierBytes } from '../ids';
+import { installComposerSpeedups } from './composer-speedups';
+
+installComposerSpeedups();
 
 export interface Attachment {
   filename: string;

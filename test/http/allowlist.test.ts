@@ -2,7 +2,8 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { liveApi, startTestApp } from '../support/app';
-import { isAllowed, parseAllowlist } from '../../src/auth/allowlist';
+import ipaddr from 'ipaddr.js';
+import { isAllowed, normalizeAddress, parseAllowlist } from '../../src/auth/allowlist';
 
 describe('allowlist matching', () => {
   test('IPv4, IPv6, CIDR of both, and IPv4-mapped client addresses', () => {
@@ -18,6 +19,22 @@ describe('allowlist matching', () => {
     assert.ok(isAllowed(entries, '::1'));
     assert.ok(!isAllowed(entries, 'not-an-ip'));
     assert.ok(isAllowed([], '203.0.113.5'), 'an empty list allows all');
+  });
+
+  test('client addresses normalise as ipaddr.js writes them, also those the quick path for plain IPv4 takes', () => {
+    const parsed = (a: string) => {
+      const addr = ipaddr.parse(a);
+      return (addr.kind() === 'ipv6' && (addr as ipaddr.IPv6).isIPv4MappedAddress() ? (addr as ipaddr.IPv6).toIPv4Address() : addr).toString();
+    };
+    const addresses = ['127.0.0.1', '0.0.0.0', '255.255.255.255', '10.0.0.09', '010.1.1.1', '1.2.3.256', '192.168.001.1',
+      '::ffff:127.0.0.1', '::FFFF:127.0.0.1', '::ffff:7f00:1', '::1', '2001:DB8::1', '0x7f.0.0.1', '1.2.3', '1.2.3.4.5'];
+    for (const a of addresses) {
+      let expected: string;
+      try { expected = parsed(a); } catch { expected = a; }
+      assert.equal(normalizeAddress(a), expected, a);
+    }
+    assert.equal(normalizeAddress('not-an-ip'), 'not-an-ip');
+    assert.equal(normalizeAddress(undefined), '');
   });
 });
 
