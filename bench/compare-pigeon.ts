@@ -33,6 +33,8 @@ export interface PigeonOptions {
   sinkPort: number;
   /** accept only: the delivery workers are stopped, accepted mail stays queued */
   paused?: boolean;
+  /** a live send key bound to the relay network 127.0.0.1/32, so smtp-source (no AUTH) can submit */
+  relayLoopback?: boolean;
   dataDir?: string;
   /** a send key from an earlier start on the same dataDir: its account and domain are already set up */
   sendKey?: string;
@@ -63,7 +65,7 @@ export async function startPigeon(opts: PigeonOptions): Promise<Pigeon> {
     ...(opts.dataDir ? { dataDir: opts.dataDir } : {}),
     ...opts.config,
   };
-  const server = await startServer(config, opts.paused ? 'accept-only' : 'all');
+  const server = await startServer(config, opts.paused ? 'accept-only' : 'all', opts.relayLoopback);
   try {
     const sendKey = opts.sendKey ?? (await prepareAccount(server, dns));
     const close = async (how: 'stop' | 'kill') => {

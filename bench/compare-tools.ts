@@ -156,9 +156,12 @@ export async function startPostfix(relayPort: number, paused = false): Promise<P
   };
 }
 
-/** smtp-source: n messages of `size` bytes over `sessions` connections (reused); resolves with the seconds it took. */
-export function smtpSource(port: number, sessions: number, n: number, size: number): Promise<number> {
-  const args = ['-d', '-s', String(sessions), '-l', String(size), '-m', String(n), '-f', 'from@bench.test', '-t', 'rcpt@sink.test', '-M', 'client.bench.test', `127.0.0.1:${port}`];
+/**
+ * smtp-source: n messages of `size` bytes over `sessions` connections (reused); resolves with the seconds it took.
+ * `from` is the envelope sender and the From header (Pigeon wants a verified domain there).
+ */
+export function smtpSource(port: number, sessions: number, n: number, size: number, from = 'from@bench.test'): Promise<number> {
+  const args = ['-d', '-s', String(sessions), '-l', String(size), '-m', String(n), '-f', from, '-t', 'rcpt@sink.test', '-M', 'client.bench.test', `127.0.0.1:${port}`];
   const started = performance.now();
   return new Promise((resolve, reject) => {
     const child = spawn('smtp-source', args, { stdio: ['ignore', 'ignore', 'pipe'] });

@@ -51,7 +51,7 @@ const SECTIONS: Record<string, { title: string; tools: string[]; run: (o: Compar
   e2e: { title: 'end to end: Postfix and Pigeon alternately, one smtp-sink', tools: ['postfix', 'smtp-source', 'smtp-sink', 'wrk'], run: endToEnd },
   webhook: { title: 'end to end with one webhook subscribed to every event', tools: ['smtp-sink', 'wrk'], run: withWebhook },
   api: { title: 'API accept with the MTA paused', tools: ['smtp-sink', 'wrk'], run: apiAccept },
-  smtp: { title: 'SMTP submission accept (nodemailer pool in its own process; smtp-source cannot AUTH)', tools: ['postfix', 'smtp-sink'], run: smtpAccept },
+  smtp: { title: 'SMTP submission accept (a nodemailer pool in its own process, then smtp-source; Pigeon: AUTH, then a relay network)', tools: ['postfix', 'smtp-sink', 'smtp-source'], run: smtpAccept },
   latency: { title: 'latency at a fixed offered rate (open loop)', tools: ['postfix'], run: latency },
   queue: { title: 'a deep queue with the MTA paused', tools: ['wrk'], run: queued },
   crash: { title: 'kill -9 mid-burst, then restart', tools: [], run: crash },

@@ -22,8 +22,10 @@ export interface Server {
   kill(): Promise<void>;
 }
 
-export async function startServer(config: Record<string, unknown>, mode: 'all' | 'accept-only' = 'all'): Promise<Server> {
-  const bench = await forkBenchServer<DeliveryServerReady>('delivery-server.js', [JSON.stringify(config), mode], 'ignore');
+/** `relayLoopback`: a live send key bound to the relay network 127.0.0.1/32 (submission without AUTH). */
+export async function startServer(config: Record<string, unknown>, mode: 'all' | 'accept-only' = 'all', relayLoopback = false): Promise<Server> {
+  const args = [JSON.stringify(config), mode, ...(relayLoopback ? ['relay-loopback'] : [])];
+  const bench = await forkBenchServer<DeliveryServerReady>('delivery-server.js', args, 'ignore');
   return {
     url: bench.ready.url, key: bench.ready.key, smtpPort: bench.ready.smtpPort, stats: bench.stats, stop: bench.stop,
     kill() {

@@ -5,13 +5,16 @@
  * workers are stopped and accepted mail stays queued). Config overrides come
  * as JSON in argv[2] (a `dataDir` there is kept; otherwise a temporary one is
  * made and removed); it reports `ready` (URL and the first-start key) and
- * answers `stats` with its peak RSS and CPU time.
+ * answers `stats` with its peak RSS and CPU time. With argv[4]
+ * 'relay-loopback' a live send key is bound to the relay network
+ * 127.0.0.1/32, so a client that cannot AUTH (smtp-source) can submit.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createApp } from '../src/app';
 import { createKey } from '../src/auth/keys';
+import { addRelayNetworks } from '../src/auth/relay-networks';
 import { SCOPES } from '../src/auth/scopes';
 import { answerBenchParent } from './child';
 
@@ -42,6 +45,10 @@ async function main(): Promise<void> {
   // A live key with every scope, as `pigeon keys create --mode live --scopes all` makes (a sandbox key cannot).
   const account = await app.db('accounts').where({ name: 'default' }).first('id');
   const { secret } = await createKey(app.db, { accountId: account.id, name: 'bench admin', mode: 'live', scopes: [...SCOPES] }, Date.now());
+  if (process.argv[4] === 'relay-loopback') {
+    const relay = await createKey(app.db, { accountId: account.id, name: 'bench relay', mode: 'live', scopes: ['messages:send'] }, Date.now());
+    await addRelayNetworks(app.db, relay.key.id, account.id, ['127.0.0.1/32'], Date.now());
+  }
   process.send?.({ type: 'ready', url: app.http.url, key: secret, smtpPort: app.listeners['smtp-submission'].port } satisfies DeliveryServerReady);
 }
 

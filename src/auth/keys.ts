@@ -117,6 +117,22 @@ export async function findKeyBySecret(db: Queryable, secret: string): Promise<Ap
   return cache ? cache.get(hash) : keyByHash(db, hash);
 }
 
+async function keyById(db: Queryable, id: string): Promise<ApiKey | undefined> {
+  const row = await db<KeyRow>('api_keys').where({ id }).first();
+  return row && toKey(row);
+}
+
+// Keys by id, for a key checked again after it authenticated (an SMTP session at each MAIL FROM); same bounds as by hash.
+const keyByIdCache = cachePerApp('keys-by-id', hasReader, (db: Queryable) =>
+  new ReadCache<string, ApiKey>({ max: KEY_CACHE_MAX, ttlMs: KEY_CACHE_TTL_MS, load: (id) => keyById(readerOf(db), id) }));
+
+/** The account's key, through the app's cache when given the app's handle (a revocation here clears it at once). */
+export async function findKeyById(db: Queryable, accountId: string, id: string): Promise<ApiKey | undefined> {
+  const cache = keyByIdCache(db);
+  const key = cache ? await cache.get(id) : await keyById(db, id);
+  return key?.accountId === accountId ? key : undefined;
+}
+
 export async function getKey(db: Queryable, accountId: string, id: string): Promise<ApiKey | undefined> {
   const row = await db<KeyRow>('api_keys').where({ id, account_id: accountId }).first();
   return row && toKey(row);
@@ -149,6 +165,7 @@ export async function revokeKey(db: Queryable, id: string, now: number, accountI
   await db('api_keys').where(where).whereNull('revoked_at').update({ revoked_at: now });
   // The cache is keyed by hash, not id; revocations are rare, so forget every key.
   keyCache.invalidate(db);
+  keyByIdCache.invalidate(db, id);
   invalidateRelayNetworks(db);
   const row = await db<KeyRow>('api_keys').where(where).first();
   return row && toKey(row);

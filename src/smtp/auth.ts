@@ -12,7 +12,7 @@ import { ApiError } from '../http/errors';
 import { getAccount } from '../auth/accounts';
 import { isAllowed, normalizeAddress } from '../auth/allowlist';
 import { verifySecret } from '../auth/authenticate';
-import { getKey, touchKey } from '../auth/keys';
+import { findKeyById, touchKey } from '../auth/keys';
 import type { Mode } from '../auth/scopes';
 import { smtpReply, SmtpReply } from './replies';
 
@@ -61,7 +61,7 @@ export async function login(deps: AppDeps, password: string, clientIp: string): 
  * the key's rate limit applies per message.
  */
 export async function checkSender(deps: AppDeps, user: SubmitUser, remoteAddress: string): Promise<SmtpReply | null> {
-  const key = await getKey(deps.db, user.accountId, user.keyId);
+  const key = await findKeyById(deps.db, user.accountId, user.keyId);
   if (!key || key.revokedAt !== null) return smtpReply(530, '5.7.0', 'API key has been revoked; authenticate with a valid key');
   // The allowlist may have changed since AUTH: a long session must not outlive it.
   const clientIp = normalizeAddress(remoteAddress);

@@ -8,7 +8,7 @@
  */
 import type { AppDeps } from '../deps';
 import { normalizeAddress } from '../auth/allowlist';
-import { getKey } from '../auth/keys';
+import { findKeyById } from '../auth/keys';
 import { relayKeyFor } from '../auth/relay-networks';
 import type { SubmitUser } from './auth';
 import { smtpReply, type SmtpReply } from './replies';
@@ -18,7 +18,7 @@ const SCOPE = 'messages:send';
 export async function relayUser(deps: AppDeps, remoteAddress: string, authOffered: boolean): Promise<SubmitUser | SmtpReply> {
   const clientIp = normalizeAddress(remoteAddress);
   const bound = await relayKeyFor(deps.db, clientIp);
-  const key = bound && (await getKey(deps.db, bound.accountId, bound.keyId));
+  const key = bound && (await findKeyById(deps.db, bound.accountId, bound.keyId));
   if (!key || key.revokedAt !== null || !key.scopes.includes(SCOPE)) {
     const how = authOffered ? 'authenticate with an API key (AUTH) or relay' : 'relay';
     return smtpReply(530, '5.7.0', `Authentication required: ${clientIp} is not in a relay network of any API key; ${how} from a network bound to a key (pigeon keys create --relay-from)`);

@@ -24,6 +24,43 @@ test('line checks hold across chunk boundaries', () => {
   assert.equal(check('x'.repeat(500), 'x'.repeat(499), '\r\n'), 'line_too_long');
 });
 
+/** The rules byte by byte, as RFC 5322 states them: the reference the checker's faster scan must agree with. */
+function referenceFault(text: string): string | null {
+  let lineLength = 0;
+  for (let i = 0; i < text.length; i++) {
+    if (text[i] === '\r') {
+      if (text[i + 1] !== '\n') return 'bare_cr';
+      i++;
+      lineLength = 0;
+    } else if (text[i] === '\n') {
+      return 'bare_lf';
+    } else if (++lineLength > 998) {
+      return 'line_too_long';
+    }
+  }
+  return null;
+}
+
+test('line checks agree with the byte-by-byte rules on random input cut into random chunks', () => {
+  let seed = 7;
+  const random = (n: number) => ((seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0), (seed >>> 8) % n); // a fixed sequence: failures reproduce
+  const pieces = ['a', 'xyz', '\r\n', '\r\n', '\r', '\n', 'x'.repeat(400), '.\r\n'];
+  const verdicts = new Set<string | null>();
+  for (let round = 0; round < 2000; round++) {
+    const text = Array.from({ length: 1 + random(12) }, () => pieces[random(pieces.length)]).join('');
+    const chunks: string[] = [];
+    for (let at = 0; at < text.length;) {
+      const size = 1 + random(text.length);
+      chunks.push(text.slice(at, at + size));
+      at += size;
+    }
+    const expected = referenceFault(text);
+    verdicts.add(expected);
+    assert.equal(check(...chunks), expected, JSON.stringify(chunks));
+  }
+  assert.deepEqual([...verdicts].sort(), ['bare_cr', 'bare_lf', 'line_too_long', null].sort(), 'every verdict was exercised');
+});
+
 test('RFC 2047 encoded words in header values are decoded', () => {
   assert.equal(decodeEncodedWords('=?UTF-8?Q?=7B=22order=22=3A=227=22=7D?='), '{"order":"7"}');
   assert.equal(decodeEncodedWords('=?utf-8?B?w7xiZXI=?= =?UTF-8?Q?_alles?='), 'über alles');
