@@ -94,11 +94,7 @@ export async function createApp(input: Config | ConfigInput = {}, options: AppOp
     for (const m of MODULES) for (const l of (await m.listeners?.(deps)) ?? []) listeners[l.name] = l;
     if (config.metrics.enabled) metrics = listeners.metrics = await startMetricsListener(config.metrics, deps.metrics.registry);
   } catch (err) {
-    // a listener that cannot start (port taken, bad certificate) must not leave the others and the database open
-    await Promise.all(Object.values(listeners).map((l) => l.close()));
-    await bus.close();
-    await deps.writer.close();
-    await Promise.all([reader.destroy(), db.destroy()]);
+    await abandonStart(listeners, bus, deps);
     throw err;
   }
   const handle = createHttpApp(deps, MODULES.flatMap((m) => (m.routes ? [m.routes] : []))).use(consoleStatic()).callback();
@@ -113,6 +109,9 @@ export async function createApp(input: Config | ConfigInput = {}, options: AppOp
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.http.port, config.http.host, () => resolve());
+  }).catch(async (err: unknown) => {
+    await abandonStart(listeners, bus, deps);
+    throw err;
   });
   const port = (server.address() as AddressInfo).port;
   for (const worker of workers) worker.start();
@@ -156,6 +155,14 @@ function createWriter(db: Db, config: Config, metrics: Metrics, log: Logger): Wr
     }),
     onCheckpointError,
   });
+}
+
+/** A start that failed (a port taken, a bad certificate) must not leave listeners, the writer or the database open. */
+async function abandonStart(listeners: Record<string, Listener>, bus: Bus, deps: AppDeps): Promise<void> {
+  await Promise.all(Object.values(listeners).map((l) => l.close()));
+  await bus.close();
+  await deps.writer.close();
+  await Promise.all([deps.reader.destroy(), deps.db.destroy()]);
 }
 
 function formatHost(host: string): string {

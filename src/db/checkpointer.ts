@@ -17,7 +17,8 @@
  * PASSIVE checkpoint on its own connection between two groups. That one
  * copies only the frames written since the last one here (the rest are
  * copied already), so the writer pauses for a sync, not for the whole copy,
- * and its next transaction rewinds the WAL.
+ * and its next transaction rewinds the WAL. When a checkpoint here fails,
+ * the writer takes the turn too (as it did before this connection existed).
  *
  * The connection has the writer's `synchronous` setting: SQLite syncs the
  * database file before it lets the WAL be rewound, so the frames a rewind
@@ -37,7 +38,7 @@ export interface CheckpointerOptions {
 export interface CheckpointTurns {
   /** A transaction committed: the WAL grew. */
   committed(): void;
-  /** Whether the WAL has grown past its bound and the writer's connection must checkpoint now; true once. */
+  /** Whether the WAL has grown past its bound (or the last checkpoint beside it failed) and the writer's connection must checkpoint now; true once. */
   takeWriterTurn(): boolean;
   /** The writer has stopped: the last checkpoint finishes and the connection closes. */
   close(): Promise<void>;
@@ -99,6 +100,9 @@ export class WalCheckpointer implements CheckpointTurns {
       if (state && state.log >= this.options.restartFrames) this.writerTurn = true;
     } catch (err) {
       this.options.onError(err);
+      // Nothing was copied here (a connection that cannot open, I/O errors): the writer's connection checkpoints
+      // instead, or the WAL would grow without bound for as long as this one keeps failing.
+      this.writerTurn = true;
     }
     if (this.dirty) this.committed(); // commits came meanwhile: their frames are copied next time
     return state;

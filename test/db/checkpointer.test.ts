@@ -85,4 +85,20 @@ describe('WAL checkpoints beside the writer', () => {
     assert.ok(most < 400, `the WAL stayed bounded (most frames seen: ${most}; ${JSON.stringify(states.map((s) => s.log))})`);
     assert.deepEqual(await db('items').count({ c: '*' }), [{ c: 400 }]);
   });
+
+  it('when its own connection cannot checkpoint, the writer takes the turn, so the WAL stays bounded', async () => {
+    await start(1_000_000);
+    const errors: unknown[] = [];
+    // A connection that cannot open: its directory does not exist.
+    const broken = sqliteKnex(path.join(dir, 'missing', 'pigeon.sqlite'), 1, '');
+    const failing = new WalCheckpointer(broken, { intervalMs: 3_600_000, restartFrames: 1_000_000, onError: (err) => errors.push(err) });
+    try {
+      assert.equal(await failing.runOnce(), undefined, 'the checkpoint failed');
+      assert.equal(errors.length, 1, 'the failure was reported');
+      assert.equal(failing.takeWriterTurn(), true, 'the writer checkpoints on its own connection instead');
+      assert.equal(failing.takeWriterTurn(), false, 'once per failed checkpoint');
+    } finally {
+      await failing.close();
+    }
+  });
 });
