@@ -68,7 +68,9 @@ export function rememberingNormalizer(normalize: NormalizeKey, max = MAX_REMEMBE
     let normalized = known.get(key);
     if (normalized === undefined) {
       normalized = normalize.call(this, key);
-      if (known.size < max) known.set(key, normalized);
+      // Full: start over, so header names a tenant made up cannot keep the common ones out for good.
+      if (known.size >= max) known.clear();
+      known.set(key, normalized);
     }
     return normalized;
   };

@@ -34,6 +34,20 @@ test('the remembered header-key normalizer answers as the original, also past it
   for (const key of [undefined, null, 42]) assert.equal(normalize(key), originals.normalizeHeaderKey(key));
 });
 
+test('made-up header names past the bound do not keep a common one from being remembered', () => {
+  let calls = 0;
+  const counting = function (this: unknown, key: unknown) {
+    calls++;
+    return originals.normalizeHeaderKey.call(this, key);
+  };
+  const normalize = rememberingNormalizer(counting, 3);
+  for (let i = 0; i < 10; i++) normalize(`x-made-up-${i}`);
+  normalize('content-type');
+  const before = calls;
+  normalize('content-type');
+  assert.equal(calls, before, 'content-type answered from memory');
+});
+
 test('the composer uses the replacements once the MIME builder is loaded', () => {
   assert.equal(mimeFuncs.hasLongerLines, hasLongerLines);
   assert.notEqual((MimeNode.prototype as unknown as { _normalizeHeaderKey: unknown })._normalizeHeaderKey, originals.normalizeHeaderKey);
