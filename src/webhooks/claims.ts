@@ -23,6 +23,11 @@ export interface DueQuery {
  * webhook, oldest due first. Each webhook's rows are read by an index seek on
  * (webhook_id, next_attempt_at), so a dead endpoint's thousands of due rows
  * cost nothing here.
+ *
+ * The due and lease conditions are repeated on `d`, the row the claim locks: on PostgreSQL, when another
+ * node's claim of the same row commits while this statement runs, FOR UPDATE re-checks the new version of the
+ * row against the conditions on `d` only; the sub-select still answers from the statement's first snapshot,
+ * where the row was free, so without the repeat both nodes leased and sent it.
  */
 function dueIds(q: DueQuery, lock = ''): { sql: string; bindings: Knex.Value[] } {
   const skip = q.skipWebhooks.length ? `AND w.id NOT IN (${q.skipWebhooks.map(() => '?').join(', ')})` : '';
@@ -37,8 +42,9 @@ function dueIds(q: DueQuery, lock = ''): { sql: string; bindings: Knex.Value[] }
          ORDER BY q.next_attempt_at LIMIT ?
       )
       AND w.enabled = ? ${skip}
+      AND d.next_attempt_at <= ? AND (d.lease_expires_at IS NULL OR d.lease_expires_at <= ?)
      ORDER BY d.next_attempt_at, d.id LIMIT ? ${lock}`,
-    bindings: [q.now, q.now, q.perWebhook, true, ...q.skipWebhooks, q.limit],
+    bindings: [q.now, q.now, q.perWebhook, true, ...q.skipWebhooks, q.now, q.now, q.limit],
   };
 }
 
