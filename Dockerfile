@@ -39,5 +39,6 @@ VOLUME ["/var/lib/pigeon"]
 EXPOSE 8080 587 465 25
 ENV PIGEON_CONFIG=/etc/pigeon/pigeon.json
 HEALTHCHECK --interval=30s --timeout=5s CMD node -e "fetch('http://127.0.0.1:8080/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
-ENTRYPOINT ["/usr/bin/tini", "--", "node", "dist/src/cli.js"]
+# --max-semi-space-size=32: see README "Install on a VPS"
+ENTRYPOINT ["/usr/bin/tini", "--", "node", "--max-semi-space-size=32", "dist/src/cli.js"]
 CMD ["serve"]

@@ -19,10 +19,13 @@ export interface BenchChild<Ready> {
   stop(): Promise<void>;
 }
 
+/** The flags `npm start`, the systemd units and the Docker image give Node, so the bench measures what runs. */
+export const PRODUCTION_NODE_FLAGS = ['--max-semi-space-size=32'];
+
 export async function forkBenchServer<Ready>(script: string, args: string[], stdout: 'inherit' | 'ignore'): Promise<BenchChild<Ready>> {
   // PIGEON_BENCH_PROFILE=dir writes a CPU profile of each server process there.
   const profile = process.env.PIGEON_BENCH_PROFILE;
-  const execArgv = profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : [];
+  const execArgv = [...PRODUCTION_NODE_FLAGS, ...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : [])];
   const child = fork(path.join(__dirname, script), args, { stdio: ['ignore', stdout, 'inherit', 'ipc'], execArgv });
   const next = <T>(type: string) =>
     new Promise<T>((resolve, reject) => {
