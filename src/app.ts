@@ -13,6 +13,7 @@ import { Clock, systemClock } from './clock';
 import { Config, ConfigInput, parseConfig } from './config';
 import { Db, isPostgres, migrateLatest, openCheckpointConnection, openDatabase } from './db';
 import { WalCheckpointer } from './db/checkpointer';
+import { loadWriteOrder, type WriteOrder } from './db/write-order';
 import { attachReader, openReader } from './db/reader';
 import { Writer } from './db/writer';
 import { startBus, type Bus } from './db/notify';
@@ -59,6 +60,7 @@ export async function createApp(input: Config | ConfigInput = {}, options: AppOp
   const log = createLogger(config.log.level, options.logStream);
   const db = openDatabase(config, undefined, { autoCheckpoint: false }); // checkpoints run beside the writer (db/checkpointer.ts)
   await migrateLatest(db);
+  const writeOrder = isPostgres(db) ? undefined : await loadWriteOrder(db);
   const bootstrapKey = await bootstrapIfEmpty(db, clock.now());
   // A node whose secret.key cannot open the database's DKIM keys would defer every signed message: refuse to start.
   const foreignKey = await secretKeyMismatch(db, config.dataDir);
@@ -74,7 +76,7 @@ export async function createApp(input: Config | ConfigInput = {}, options: AppOp
     config,
     db,
     reader,
-    writer: createWriter(db, config, appMetrics, log),
+    writer: createWriter(db, config, appMetrics, log, writeOrder),
     handoff: new Handoff(),
     clock,
     log,
@@ -140,7 +142,7 @@ const CHECKPOINT_INTERVAL_MS = 1000;
 const WAL_RESTART_FRAMES = 4096;
 
 /** The shared writer, with `pigeon_writer_commit_weight` showing how much each commit carried. */
-function createWriter(db: Db, config: Config, metrics: Metrics, log: Logger): Writer {
+function createWriter(db: Db, config: Config, metrics: Metrics, log: Logger, writeOrder: WriteOrder | undefined): Writer {
   const { groupCommit, groupCommitWindowMs, groupCommitMaxMessages } = config.messages;
   const onCheckpointError = (err: unknown) => log.warn({ err }, 'WAL checkpoint failed; the next one will try again');
   const weight = new Histogram({
@@ -154,6 +156,7 @@ function createWriter(db: Db, config: Config, metrics: Metrics, log: Logger): Wr
       intervalMs: CHECKPOINT_INTERVAL_MS, restartFrames: WAL_RESTART_FRAMES, onError: onCheckpointError,
     }),
     onCheckpointError,
+    writeOrder,
   });
 }
 

@@ -14,6 +14,7 @@
  */
 import type { Knex } from 'knex';
 import type { Queryable, Tx } from './index';
+import { wavesOf, type WriteOrder } from './write-order';
 
 /** Bound variables per statement: far under SQLite's 32,766 and PostgreSQL's 65,535. */
 const MAX_VARIABLES = 8000;
@@ -30,10 +31,18 @@ interface CounterTable {
   metrics: Set<string>;
 }
 
+interface TableWrite {
+  table: string;
+  run(): Promise<void>;
+}
+
 export class WriteBuffer {
   /** table → rows, in the order tables were first written (parents before children) */
   private readonly inserts = new Map<string, object[]>();
   private readonly counters = new Map<string, CounterTable>();
+
+  /** `order`: the schema's foreign keys, when statements may go out together (SQLite; write-order.ts) */
+  constructor(private readonly order?: WriteOrder) {}
 
   insert(table: string, rows: readonly object[]): void {
     let list = this.inserts.get(table);
@@ -58,17 +67,17 @@ export class WriteBuffer {
 
   /**
    * Writes the kept inserts (in first-written order), then the counters unless `counters` is false: then they
-   * stay here for the writer to sum across transactions (addCountersOf; see Writer's counterFlushMs).
+   * stay here for the writer to sum across transactions (addCountersOf; see Writer's counterFlushMs). On
+   * SQLite, with the schema's order known, statements go out together in waves (write-order.ts).
    */
   async flush(trx: Tx, counters = true): Promise<void> {
-    for (const [table, rows] of this.inserts) await insertChunked(trx, table, rows);
+    const writes: TableWrite[] = [];
+    const together = this.order !== undefined;
+    for (const [table, rows] of this.inserts) writes.push({ table, run: () => insertChunked(trx, table, rows, together) });
+    if (counters) writes.push(...this.counterWrites(trx));
+    for (const wave of wavesOf(writes, this.order)) await settleAll(wave.map((w) => w.run()));
     this.inserts.clear();
-    if (counters) await this.flushCounters(trx);
-  }
-
-  async flushCounters(trx: Tx): Promise<void> {
-    await this.writeCounters(trx);
-    this.counters.clear();
+    if (counters) this.counters.clear();
   }
 
   /**
@@ -76,12 +85,18 @@ export class WriteBuffer {
    * and split) must write the same rows each time, not nothing the second time.
    */
   async writeCounters(trx: Tx): Promise<void> {
-    // Counter rows in key order: two nodes' writers adding to the same rows lock them in the same order, so
-    // they wait for each other instead of deadlocking (PostgreSQL; SQLite has one writer).
-    for (const [table, t] of this.counters) {
+    for (const write of this.counterWrites(trx)) await write.run();
+  }
+
+  /**
+   * Counter rows in key order: two nodes' writers adding to the same rows lock them in the same order, so they
+   * wait for each other instead of deadlocking (PostgreSQL; SQLite has one writer).
+   */
+  private counterWrites(trx: Tx): TableWrite[] {
+    return [...this.counters].map(([table, t]) => {
       const rows = [...t.rows.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, row]) => row);
-      await upsertAdd(trx, table, t.key, rows, [...t.metrics]);
-    }
+      return { table, run: () => upsertAdd(trx, table, t.key, rows, [...t.metrics]) };
+    });
   }
 
   /** Adds every counter row kept in `other` to this one's (and empties `other`). */
@@ -105,8 +120,8 @@ function keyOf(key: readonly string[], row: Record<string, unknown>): string {
 const buffers = new WeakMap<object, WriteBuffer>();
 
 /** Makes `trx` keep rows until `flush` (the writer does this for its transactions). */
-export function attachBuffer(trx: Tx): WriteBuffer {
-  const buffer = new WriteBuffer();
+export function attachBuffer(trx: Tx, order?: WriteOrder): WriteBuffer {
+  const buffer = new WriteBuffer(order);
   buffers.set(trx, buffer);
   return buffer;
 }
@@ -130,8 +145,11 @@ export async function addToCounters(db: Queryable, table: string, key: string[],
   await upsertAdd(db, table, key, rows, metrics);
 }
 
-/** Rows with the same columns go in one statement (chunked); other column sets in their own. */
-async function insertChunked(db: Queryable, table: string, rows: readonly object[]): Promise<void> {
+/**
+ * Rows with the same columns go in one statement (chunked); other column sets in their own. `together`: those
+ * statements are sent at once instead of one after another (one table has no order among its own rows).
+ */
+async function insertChunked(db: Queryable, table: string, rows: readonly object[], together = false): Promise<void> {
   const byShape = new Map<string, object[]>();
   for (const row of rows) {
     const shape = Object.keys(row).join(',');
@@ -139,6 +157,7 @@ async function insertChunked(db: Queryable, table: string, rows: readonly object
     if (!list) byShape.set(shape, (list = []));
     list.push(row);
   }
+  const sent: Array<Promise<unknown>> = [];
   for (const [shape, list] of byShape) {
     const columns = shape.split(',');
     const perStatement = Math.min(MAX_ROWS, Math.max(1, Math.floor(MAX_VARIABLES / Math.max(1, columns.length))));
@@ -146,10 +165,21 @@ async function insertChunked(db: Queryable, table: string, rows: readonly object
       const chunk = list.slice(i, i + perStatement) as Array<Record<string, unknown>>;
       const bindings = chunk.flatMap((row) => columns.map((c) => row[c]));
       // undefined means "the column's default" to the query builder, which a bound value cannot say
-      if (bindings.includes(undefined)) await db(table).insert(chunk);
-      else await db.raw(insertSql(table, columns, chunk.length), bindings as Knex.RawBinding[]);
+      const statement = bindings.includes(undefined) ? db(table).insert(chunk) : db.raw(insertSql(table, columns, chunk.length), bindings as Knex.RawBinding[]);
+      if (together) sent.push(Promise.resolve(statement));
+      else await statement;
     }
   }
+  await settleAll(sent);
+}
+
+/**
+ * Waits for every one of `sent` to finish, then fails with the first failure: none may still be running when
+ * the writer rolls the transaction back.
+ */
+async function settleAll(sent: ReadonlyArray<Promise<unknown>>): Promise<void> {
+  const failed = (await Promise.allSettled(sent)).find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) throw failed.reason;
 }
 
 /**

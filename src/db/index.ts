@@ -18,6 +18,7 @@ import knex, { Knex } from 'knex';
 import type { Config } from '../config';
 import { ensurePrivateDir, ensurePrivateFile } from '../util/private-fs';
 import { postgresKnex, postgresUrl } from './postgres';
+import { cacheStatements, SqliteConnection } from './statement-cache';
 
 export type Db = Knex;
 export type Tx = Knex.Transaction;
@@ -59,7 +60,10 @@ export function openCheckpointConnection(config: Config, filename = databaseFile
 /** Page cache and memory map, for the writer and the readers alike. */
 export const CACHE_PRAGMAS = 'PRAGMA cache_size = -65536; PRAGMA mmap_size = 268435456;';
 
-/** A knex instance on `filename` with up to `connections` connections, each set up by `pragmas`. */
+/**
+ * A knex instance on `filename` with up to `connections` connections, each set up by `pragmas` and reusing its
+ * prepared statements (statement-cache.ts).
+ */
 export function sqliteKnex(filename: string, connections: number, pragmas: string): Db {
   return knex({
     client: 'sqlite3',
@@ -68,7 +72,8 @@ export function sqliteKnex(filename: string, connections: number, pragmas: strin
     pool: {
       min: 1,
       max: connections,
-      afterCreate(conn: { exec(sql: string, cb: (err: Error | null) => void): void }, done: (err: Error | null, conn: unknown) => void) {
+      afterCreate(conn: SqliteConnection & { exec(sql: string, cb: (err: Error | null) => void): void }, done: (err: Error | null, conn: unknown) => void) {
+        cacheStatements(conn);
         conn.exec(pragmas, (err) => done(err, conn));
       },
     },

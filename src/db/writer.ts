@@ -16,6 +16,7 @@
 import type { Db, Tx } from './index';
 import { attachBuffer, WriteBuffer } from './buffer';
 import type { CheckpointTurns } from './checkpointer';
+import type { WriteOrder } from './write-order';
 
 export type Work<T> = (trx: Tx) => Promise<T>;
 
@@ -27,6 +28,12 @@ export type Work<T> = (trx: Tx) => Promise<T>;
  */
 export interface BatchKind<I, R> {
   readonly name: string;
+  /**
+   * How long an idle writer that holds only items of batch kinds waits for more before it starts (the
+   * longest of their gatherMs); plain work arriving meanwhile starts it at once. For items no client waits
+   * on (delivery outcomes): each commit then carries more of them, and every commit saved is an fsync.
+   */
+  readonly gatherMs?: number;
   run(trx: Tx, items: I[]): Promise<R[]>;
 }
 
@@ -59,6 +66,8 @@ export interface WriterOptions {
    * long of counts. 0: counters are written in the transaction that made them.
    */
   counterFlushMs?: number;
+  /** SQLite: the schema's foreign keys, so the kept writes of a transaction go out in waves (write-order.ts) */
+  writeOrder?: WriteOrder;
 }
 
 const handles = new WeakMap<Tx, Db>();
@@ -75,6 +84,8 @@ export function writerHandleOf(trx: Tx): Db | undefined {
 export class Writer {
   private queue: Pending[] = [];
   private scheduled = false;
+  /** the start scheduled waits for batch items to gather (gatherMs): plain work moves it up */
+  private gathering?: NodeJS.Timeout;
   private running = false;
   private idle: Array<() => void> = [];
   private closed = false;
@@ -92,7 +103,7 @@ export class Writer {
   run<T>(work: Work<T>, weight = 1): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.queue.push({ work, weight, resolve: resolve as (v: unknown) => void, reject });
-      this.kick();
+      this.kick(0);
     });
   }
 
@@ -100,7 +111,7 @@ export class Writer {
   batch<I, R>(kind: BatchKind<I, R>, item: I, weight = 1): Promise<R> {
     return new Promise<R>((resolve, reject) => {
       this.queue.push({ batch: { kind: kind as BatchKind<unknown, unknown>, item }, weight, resolve: resolve as (v: unknown) => void, reject });
-      this.kick();
+      this.kick(kind.gatherMs ?? 0);
     });
   }
 
@@ -145,29 +156,56 @@ export class Writer {
     return new Promise((resolve) => this.idle.push(resolve));
   }
 
-  private kick(): void {
-    if (this.running || this.scheduled) return;
+  /** Schedules a start of the idle writer, after `gatherMs` when no plain work waits (see BatchKind). */
+  private kick(gatherMs: number): void {
+    if (this.running) return; // the running turn takes what is queued next
+    if (this.scheduled && !(this.gathering && gatherMs === 0)) return;
+    clearTimeout(this.gathering);
+    this.gathering = undefined;
     this.scheduled = true;
     const start = () => {
       this.scheduled = false;
+      this.gathering = undefined;
       void this.drain();
     };
-    if (this.options.windowMs > 0) setTimeout(start, this.options.windowMs);
-    else setImmediate(start);
+    const wait = Math.max(this.options.windowMs, gatherMs);
+    if (wait === 0) setImmediate(start);
+    else if (gatherMs > 0) this.gathering = setTimeout(start, wait);
+    else setTimeout(start, wait);
   }
 
+  /**
+   * Commits groups while work is queued. When what is left after a commit is only batch items that may
+   * gather (gatherMs), it stops and lets them gather first, as an idle writer would.
+   */
   private async drain(): Promise<void> {
     this.running = true;
+    let gatherMs = 0;
     try {
       while (this.queue.length) {
         await this.commit(this.take());
         this.options.checkpoints?.committed();
         if (this.options.checkpoints?.takeWriterTurn()) await this.checkpoint();
+        gatherMs = this.gatherMsOfQueue();
+        if (gatherMs > 0) break;
       }
     } finally {
       this.running = false;
-      for (const resolve of this.idle.splice(0)) resolve();
+      if (this.queue.length) this.kick(gatherMs);
+      else for (const resolve of this.idle.splice(0)) resolve();
     }
+  }
+
+  /** 0 when plain work is queued or a full group is; otherwise the longest gatherMs of the queued kinds. */
+  private gatherMsOfQueue(): number {
+    let gatherMs = 0;
+    let weight = 0;
+    for (const p of this.queue) {
+      if (!p.batch) return 0;
+      weight += p.weight;
+      gatherMs = Math.max(gatherMs, p.batch.kind.gatherMs ?? 0);
+    }
+    return weight >= this.options.maxWeight ? 0 : gatherMs;
   }
 
   /**
@@ -200,7 +238,7 @@ export class Writer {
       const deferCounters = (this.options.counterFlushMs ?? 0) > 0;
       let buffer: WriteBuffer | undefined;
       results = await this.db.transaction(async (trx) => {
-        buffer = attachBuffer(trx);
+        buffer = attachBuffer(trx, this.options.writeOrder);
         handles.set(trx, this.db);
         const out = await runGroup(trx, group);
         await buffer.flush(trx, !deferCounters);

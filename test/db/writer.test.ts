@@ -123,6 +123,34 @@ describe('the batched writer', () => {
     assert.deepEqual((await reader('items').where('id', 'like', 'g%').orderBy('id')).map((r: { id: string }) => r.id), ['g1', 'g2', 'g3', 'g4']);
   });
 
+  it('batch items that may gather wait for more only while no plain work is queued', async () => {
+    // a gathering wait no test could sit out: each commit below is started by plain work, or the test times out
+    const slowKind: BatchKind<string, string> = {
+      name: 'gathering',
+      gatherMs: 3_600_000,
+      async run(trx, ids) {
+        await insertRows(trx, 'items', ids.map((id) => ({ id, n: 0 })));
+        return ids;
+      },
+    };
+    commits.length = 0;
+    let late: Array<Promise<string>> = [];
+    const first = Promise.all([
+      writer.batch(slowKind, 'h1'),
+      writer.run(async (trx) => {
+        // queued while this transaction runs: after its commit only gathering items are left, so they wait
+        late = [writer.batch(slowKind, 'h2'), writer.batch(slowKind, 'h3')];
+        await insertRows(trx, 'items', [{ id: 'h-plain1', n: 0 }]);
+      }),
+    ]);
+    await first;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    assert.equal(commits.length, 1, 'the late items gather instead of committing at once');
+    await Promise.all([insert('h-plain2'), ...late]);
+    assert.deepEqual(commits, [{ pieces: 2, weight: 2 }, { pieces: 3, weight: 3 }]);
+    assert.equal((await reader('items').where('id', 'like', 'h%')).length, 5);
+  });
+
   it('drained() waits for work already handed over', async () => {
     const pending = Array.from({ length: 5 }, (_, i) => insert(`e${i}`));
     await writer.drained();

@@ -1,0 +1,107 @@
+/**
+ * Prepared statements kept and reused on each SQLite connection.
+ *
+ * knex hands every query to the sqlite3 driver as `connection.all(sql, …)` or
+ * `connection.run(sql, …)`, and the driver answers each with a new statement:
+ * one trip to the thread pool to prepare it and a second to run it. Each
+ * trip comes back through the event loop, which under load is busy with HTTP
+ * and SMTP work, so a trip costs about a millisecond of waiting. On the one
+ * writer connection those waits add up in series: a transaction of a dozen
+ * statements took ~20 ms, and the writer, not the CPU, limited throughput.
+ *
+ * With this cache a statement seen before runs in one trip: the driver's own
+ * prepared `Statement`, reset and bound again (the driver resets and clears
+ * bindings before each run). Only `all` and `run` are cached: both step to
+ * the end, so a kept statement never holds a read snapshot open (`get` and
+ * `each` may stop early and would). Statement texts come from our code, with
+ * values bound, so the variety is bounded by shapes and list lengths; the
+ * least recently used beyond MAX_STATEMENTS are finalized. `close` finalizes
+ * them all first, since SQLite refuses to close with statements open.
+ */
+import sqlite3 from 'sqlite3';
+
+/** The parts of a sqlite3 Database and Statement this module uses. */
+export interface SqliteConnection {
+  all(sql: string, params: unknown, cb: Callback): unknown;
+  run(sql: string, params: unknown, cb: Callback): unknown;
+  close(cb?: (err: Error | null) => void): unknown;
+}
+
+/**
+ * The driver's statement constructor: its callback is called once, with null when prepared or with the error.
+ * (`Database#prepare` would also bind, and on a failed prepare call back twice.)
+ */
+type StatementConstructor = new (conn: SqliteConnection, sql: string, cb: (err: Error | null) => void) => SqliteStatement;
+
+interface SqliteStatement {
+  all(params: unknown, cb: Callback): unknown;
+  run(params: unknown, cb: Callback): unknown;
+  finalize(cb?: () => void): unknown;
+}
+
+type Callback = (this: unknown, err: Error | null, rows?: unknown) => void;
+
+/** Statements kept per connection: our hot statements are a few dozen texts; lists of ids add lengths. */
+export const MAX_STATEMENTS = 256;
+
+interface Kept {
+  statement: SqliteStatement;
+  /** false until prepared: a second caller meanwhile takes the uncached path */
+  ready: boolean;
+}
+
+/** Makes `conn` reuse prepared statements for `all` and `run` (idempotent per connection). */
+export function cacheStatements(conn: SqliteConnection, Statement: StatementConstructor = sqlite3.Statement as unknown as StatementConstructor): void {
+  const marked = conn as SqliteConnection & { statementCache?: true };
+  if (marked.statementCache) return;
+  marked.statementCache = true;
+  const kept = new Map<string, Kept>();
+  const plain = { all: conn.all.bind(conn), run: conn.run.bind(conn), close: conn.close.bind(conn) };
+
+  const viaCache = (method: 'all' | 'run') => (sql: string, params: unknown, cb: Callback) => {
+    const entry = kept.get(sql);
+    if (entry?.ready) {
+      kept.delete(sql); // most recently used last
+      kept.set(sql, entry);
+      return entry.statement[method](params, cb);
+    }
+    if (entry || typeof cb !== 'function') return plain[method](sql, params, cb);
+    prepareAndRun(sql, method, params, cb);
+    return conn;
+  };
+
+  const prepareAndRun = (sql: string, method: 'all' | 'run', params: unknown, cb: Callback) => {
+    const entry: Kept = { statement: undefined as unknown as SqliteStatement, ready: false };
+    kept.set(sql, entry);
+    entry.statement = new Statement(conn, sql, (err) => {
+      if (err) {
+        if (kept.get(sql) === entry) kept.delete(sql);
+        return cb.call(entry.statement, err); // the error the driver's own path gives for a statement that does not prepare
+      }
+      entry.ready = true;
+      evictBeyond(kept, MAX_STATEMENTS);
+      entry.statement[method](params, cb);
+    });
+  };
+
+  conn.all = viaCache('all');
+  conn.run = viaCache('run');
+  conn.close = (cb?: (err: Error | null) => void) => {
+    const statements = [...kept.values()].map((e) => e.statement);
+    kept.clear();
+    let left = statements.length;
+    if (!left) return plain.close(cb);
+    // finalize is queued behind a statement's running work, so every one is done before the close is asked
+    for (const s of statements) s.finalize(() => --left === 0 && plain.close(cb));
+    return conn;
+  };
+}
+
+function evictBeyond(kept: Map<string, Kept>, max: number): void {
+  for (const [sql, entry] of kept) {
+    if (kept.size <= max) return;
+    if (!entry.ready) continue;
+    kept.delete(sql);
+    entry.statement.finalize();
+  }
+}
