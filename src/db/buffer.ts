@@ -14,7 +14,7 @@
  */
 import type { Knex } from 'knex';
 import type { Queryable, Tx } from './index';
-import { wavesOf, type WriteOrder } from './write-order';
+import { wavesOf, type TableWrite, type WriteOrder } from './write-order';
 
 /** Bound variables per statement: far under SQLite's 32,766 and PostgreSQL's 65,535. */
 const MAX_VARIABLES = 8000;
@@ -31,8 +31,7 @@ interface CounterTable {
   metrics: Set<string>;
 }
 
-interface TableWrite {
-  table: string;
+interface BufferedWrite extends TableWrite {
   run(): Promise<void>;
 }
 
@@ -71,9 +70,9 @@ export class WriteBuffer {
    * SQLite, with the schema's order known, statements go out together in waves (write-order.ts).
    */
   async flush(trx: Tx, counters = true): Promise<void> {
-    const writes: TableWrite[] = [];
+    const writes: BufferedWrite[] = [];
     const together = this.order !== undefined;
-    for (const [table, rows] of this.inserts) writes.push({ table, run: () => insertChunked(trx, table, rows, together) });
+    for (const [table, rows] of this.inserts) writes.push({ table, rows, run: () => insertChunked(trx, table, rows, together) });
     if (counters) writes.push(...this.counterWrites(trx));
     for (const wave of wavesOf(writes, this.order)) await settleAll(wave.map((w) => w.run()));
     this.inserts.clear();
@@ -92,10 +91,10 @@ export class WriteBuffer {
    * Counter rows in key order: two nodes' writers adding to the same rows lock them in the same order, so they
    * wait for each other instead of deadlocking (PostgreSQL; SQLite has one writer).
    */
-  private counterWrites(trx: Tx): TableWrite[] {
+  private counterWrites(trx: Tx): BufferedWrite[] {
     return [...this.counters].map(([table, t]) => {
       const rows = [...t.rows.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, row]) => row);
-      return { table, run: () => upsertAdd(trx, table, t.key, rows, [...t.metrics]) };
+      return { table, rows, run: () => upsertAdd(trx, table, t.key, rows, [...t.metrics]) };
     });
   }
 

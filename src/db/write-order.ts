@@ -8,8 +8,9 @@
  * trips. Sent together, they cost about one (SQLite runs them one at a time
  * on the connection anyway). The only order that matters is a foreign key:
  * a message's content row before the message, the message before its
- * attempt. So the tables go in waves: each wave holds every table none of
- * whose parents is still to be written in this transaction.
+ * attempt. So the writes go in waves: a write waits only for the earlier
+ * writes its rows refer to (an attempt written with other sends' new
+ * messages, but of a message accepted earlier, does not wait for them).
  *
  * The parents come from the schema (`PRAGMA foreign_key_list`), read once at
  * start; a table not in it waits for everything written before it, as if
@@ -18,37 +19,82 @@
  */
 import type { Db } from './index';
 
-/** Table → the tables its foreign keys point at. */
-export type WriteOrder = ReadonlyMap<string, readonly string[]>;
+/** One foreign key of a table: its columns `from` refer to the `parent` table's columns `to`. */
+export interface ForeignKey {
+  parent: string;
+  from: string[];
+  /** null: the parent's primary key, not named (knex always names it) */
+  to: Array<string | null>;
+}
+
+/** Table → its foreign keys. */
+export type WriteOrder = ReadonlyMap<string, readonly ForeignKey[]>;
+
+/** A write of the buffer: its table and the rows it writes. */
+export interface TableWrite {
+  table: string;
+  rows: readonly object[];
+}
 
 export async function loadWriteOrder(db: Db): Promise<WriteOrder> {
   const tables: Array<{ name: string }> = await db('sqlite_master').where({ type: 'table' }).whereNot('name', 'like', 'sqlite_%').select('name');
-  const order = new Map<string, string[]>();
+  const order = new Map<string, ForeignKey[]>();
   for (const { name } of tables) {
-    const keys: Array<{ table: string }> = await db.raw(`PRAGMA foreign_key_list("${name.replace(/"/g, '""')}")`);
-    order.set(name, [...new Set(keys.map((k) => k.table).filter((t) => t !== name))]);
+    const columns: Array<{ id: number; table: string; from: string; to: string | null }> = await db.raw(`PRAGMA foreign_key_list("${name.replace(/"/g, '""')}")`);
+    const keys = new Map<number, ForeignKey>();
+    for (const c of columns) {
+      let key = keys.get(c.id);
+      if (!key) keys.set(c.id, (key = { parent: c.table, from: [], to: [] }));
+      key.from.push(c.from);
+      key.to.push(c.to);
+    }
+    order.set(name, [...keys.values()].filter((k) => k.parent !== name));
   }
   return order;
 }
 
 /**
  * `writes` (in the order they were asked for) cut into waves to run one after another, each wave's writes at
- * once: a write waits for every earlier write to a table it refers to, and, with no order known for its table,
- * for every earlier write.
+ * once. A write waits for an earlier write to a table it refers to only when one of its rows refers to one of
+ * that write's rows (an attempt of a message accepted in an earlier transaction need not wait for this one's
+ * new messages); with no order known for its table, it waits for every earlier write.
  */
-export function wavesOf<W extends { table: string }>(writes: readonly W[], order: WriteOrder | undefined): W[][] {
+export function wavesOf<W extends TableWrite>(writes: readonly W[], order: WriteOrder | undefined): W[][] {
   const waves: W[][] = [];
-  const waveOf = new Map<string, number>(); // table → the last wave writing it
+  const placed: Array<{ write: W; wave: number }> = [];
   let last = -1;
   for (const write of writes) {
-    const parents = order?.get(write.table);
+    const keys = order?.get(write.table);
     let wave = 0;
-    if (!parents) wave = last + 1;
-    else for (const p of parents) wave = Math.max(wave, (waveOf.get(p) ?? -1) + 1);
-    wave = Math.max(wave, waveOf.get(write.table) ?? 0); // a table's own statements keep their order among waves
+    if (!keys) wave = last + 1;
+    for (const earlier of placed) {
+      if (earlier.write.table === write.table) wave = Math.max(wave, earlier.wave); // a table's statements in order
+      else if (keys?.some((k) => k.parent === earlier.write.table && refersTo(write.rows, k, earlier.write.rows))) wave = Math.max(wave, earlier.wave + 1);
+    }
     (waves[wave] ??= []).push(write);
-    waveOf.set(write.table, Math.max(wave, waveOf.get(write.table) ?? 0));
+    placed.push({ write, wave });
     last = Math.max(last, wave);
   }
-  return waves.filter(Boolean);
+  return waves;
+}
+
+/** Whether any of `rows` refers through `key` to one of `parents` (a row with a null in the key refers to none). */
+function refersTo(rows: readonly object[], key: ForeignKey, parents: readonly object[]): boolean {
+  if (key.to.includes(null)) return true;
+  const to = key.to as string[];
+  const wanted = new Set(parents.map((p) => keyOf(p as Record<string, unknown>, to)));
+  return rows.some((r) => {
+    const id = keyOf(r as Record<string, unknown>, key.from);
+    return id !== undefined && wanted.has(id);
+  });
+}
+
+function keyOf(row: Record<string, unknown>, columns: readonly string[]): string | undefined {
+  let id = '';
+  for (const c of columns) {
+    const v = row[c];
+    if (v === null || v === undefined) return undefined;
+    id += `${String(v)}\u0000`;
+  }
+  return id;
 }

@@ -1,6 +1,6 @@
-// The kept writes of a writer transaction go out in waves on SQLite: a table waits only for the tables its
-// foreign keys point at (read from the schema), a table the schema does not know waits for everything before
-// it, and a child written in the same transaction as its parent still finds the parent.
+// The kept writes of a writer transaction go out in waves on SQLite: a write waits only for earlier writes its
+// rows refer to through a foreign key (read from the schema), a table the schema does not know waits for
+// everything before it, and a child written in the same transaction as its parent still finds the parent.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -9,32 +9,45 @@ import path from 'node:path';
 import { parseConfig } from '../../src/config';
 import { migrateLatest, openDatabase, type Db } from '../../src/db';
 import { insertRows } from '../../src/db/buffer';
-import { loadWriteOrder, wavesOf, type WriteOrder } from '../../src/db/write-order';
+import { loadWriteOrder, wavesOf, type ForeignKey, type WriteOrder } from '../../src/db/write-order';
 import { Writer } from '../../src/db/writer';
 
 const tables = (waves: Array<Array<{ table: string }>>) => waves.map((w) => w.map((x) => x.table));
 
 describe('write waves', () => {
+  const fk = (parent: string, from: string, to = 'id'): ForeignKey => ({ parent, from: [from], to: [to] });
   const order: WriteOrder = new Map([
     ['message_contents', []],
-    ['messages', ['accounts', 'message_contents']],
-    ['message_attempts', ['messages']],
-    ['events', ['accounts']],
+    ['messages', [fk('accounts', 'account_id'), fk('message_contents', 'content_id')]],
+    ['message_attempts', [fk('messages', 'message_id')]],
+    ['events', [fk('accounts', 'account_id')]],
     ['accounts', []],
   ]);
+  const contents = { table: 'message_contents', rows: [{ id: 'c1' }] };
+  const messages = { table: 'messages', rows: [{ id: 'm1', account_id: 'a1', content_id: 'c1' }] };
+  const events = { table: 'events', rows: [{ id: 'e1', account_id: 'a1' }] };
 
-  it('tables with no parent in the transaction go together; a child waits for its parent', () => {
-    const waves = wavesOf([{ table: 'message_contents' }, { table: 'messages' }, { table: 'events' }, { table: 'message_attempts' }], order);
-    assert.deepEqual(tables(waves), [['message_contents', 'events'], ['messages'], ['message_attempts']]);
+  it('tables none of whose rows refer to rows of this transaction go together; a row\'s parent goes a wave before it', () => {
+    const attempts = { table: 'message_attempts', rows: [{ message_id: 'm0' }, { message_id: 'm1' }] };
+    assert.deepEqual(tables(wavesOf([contents, messages, events, attempts], order)), [['message_contents', 'events'], ['messages'], ['message_attempts']]);
   });
 
-  it('a child whose parent is not written in this transaction goes in the first wave', () => {
-    assert.deepEqual(tables(wavesOf([{ table: 'events' }, { table: 'message_attempts' }], order)), [['events', 'message_attempts']]);
+  it('rows that refer only to rows written earlier (or to none) do not wait', () => {
+    const attempts = { table: 'message_attempts', rows: [{ message_id: 'm0' }, { message_id: null }] };
+    assert.deepEqual(tables(wavesOf([contents, messages, events, attempts], order)), [['message_contents', 'events', 'message_attempts'], ['messages']]);
   });
 
   it('a table the order does not know waits for everything before it; without an order every write is its own wave', () => {
-    assert.deepEqual(tables(wavesOf([{ table: 'events' }, { table: 'unknown' }, { table: 'accounts' }], order)), [['events', 'accounts'], ['unknown']]);
-    assert.deepEqual(tables(wavesOf([{ table: 'a' }, { table: 'b' }, { table: 'c' }], undefined)), [['a'], ['b'], ['c']]);
+    const unknown = { table: 'unknown', rows: [{}] };
+    const accounts = { table: 'accounts', rows: [{ id: 'a2' }] };
+    assert.deepEqual(tables(wavesOf([events, unknown, accounts], order)), [['events', 'accounts'], ['unknown']]);
+    assert.deepEqual(tables(wavesOf([contents, events, accounts], undefined)), [['message_contents'], ['events'], ['accounts']]);
+  });
+
+  it('a key whose parent column is not named is taken to refer', () => {
+    const loose: WriteOrder = new Map([['message_attempts', [{ parent: 'messages', from: ['message_id'], to: [null] }]], ['messages', []]]);
+    const attempts = { table: 'message_attempts', rows: [{ message_id: 'm0' }] };
+    assert.deepEqual(tables(wavesOf([messages, attempts], loose)), [['messages'], ['message_attempts']]);
   });
 });
 
@@ -55,9 +68,10 @@ describe('write waves on the schema', () => {
   });
 
   it('reads each table\'s parents from its foreign keys', () => {
-    assert.deepEqual([...(order.get('messages') ?? [])].sort(), ['accounts', 'message_contents']);
-    assert.deepEqual(order.get('message_attempts'), ['messages']);
-    assert.deepEqual(order.get('message_contents'), []);
+    const parents = (table: string) => (order.get(table) ?? []).map((k) => `${k.from.join(',')}->${k.parent}.${k.to.join(',')}`).sort();
+    assert.deepEqual(parents('messages'), ['account_id->accounts.id', 'content_id->message_contents.id']);
+    assert.deepEqual(parents('message_attempts'), ['message_id->messages.id']);
+    assert.deepEqual(parents('message_contents'), []);
   });
 
   it('a content, its message, the attempt and an event written in one transaction all land, in the order their keys need', async () => {
