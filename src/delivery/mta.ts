@@ -12,7 +12,7 @@ import { isPostgres } from '../db';
 import type { Worker } from '../modules';
 import { assemble, type DeliveryHooks } from './assemble';
 import type { Submit, Transact } from './commit';
-import { preload } from './preload';
+import { PreloadBatcher } from './preload';
 import { unchanged } from './content';
 import { noSigningKeys } from './dkim';
 import type { DeliveryMetrics } from './metrics';
@@ -55,6 +55,8 @@ export class Mta implements Worker, HandoffTaker {
   /** The app's read-only connections (deps.reader): in WAL mode reads need not queue behind the writer. */
   private readonly reader: Db;
   private readonly signer: Signer;
+  /** the batch reads (suppressions, contents) of handed-over and claimed jobs, several hand-overs to a query */
+  private readonly preloads: PreloadBatcher;
   private readonly inflight = new Set<Promise<void>>();
   /** handed-over copies being launched (runOnce and shutdown wait for them too) */
   private readonly handing = new Set<Promise<void>>();
@@ -87,6 +89,7 @@ export class Mta implements Worker, HandoffTaker {
     this.transact = (work) => deps.writer.run(work);
     this.submit = (kind, item) => deps.writer.batch(kind, item);
     this.reader = deps.reader; // the app's read-only connections: WAL reads never queue behind the writer
+    this.preloads = new PreloadBatcher(this.reader);
     this.hooks = {
       prepareContent: hooks.prepareContent ?? unchanged,
       signingKeys: hooks.signingKeys ?? noSigningKeys,
@@ -260,7 +263,7 @@ export class Mta implements Worker, HandoffTaker {
   private async takeHanded(rows: MessageRow[], contents: ReadonlyMap<string, Buffer>): Promise<void> {
     if (!this.running) return; // stopping: the leases lapse and a later claim (or the next start) takes them
     const jobs = rows.map(toJob);
-    await preload(this.reader, jobs, contents).catch((err) => this.deps.log.warn({ err }, 'preloading handed-over messages failed; each reads its own'));
+    await this.preloads.preload(jobs, contents).catch((err) => this.deps.log.warn({ err }, 'preloading handed-over messages failed; each reads its own'));
     for (const job of jobs) this.launch(job);
   }
 
@@ -281,7 +284,7 @@ export class Mta implements Worker, HandoffTaker {
       // Fewer rows than asked: the claim saw every due row, unless a wake-up came meanwhile (a send committed
       // with the claim or after it), which must not be lost.
       if (jobs.length < limit && this.kicks === kicksBefore) this.drained = true;
-      await preload(this.reader, jobs);
+      await this.preloads.preload(jobs);
       for (const job of jobs) this.launch(job);
       return jobs.length;
     } finally {

@@ -31,3 +31,41 @@ export async function preload(db: Queryable, jobs: Job[], known: ReadonlyMap<str
     job.preloaded = { suppressed: suppressed.has(`${job.accountId} ${normalizeEmail(job.toEmail)}`), content };
   }
 }
+
+/**
+ * Preloads asked for while one runs, or in the same turn, go out as one: under load every accept transaction's
+ * commit hands the MTA the copies of a dozen sends at once, each asking for its own reads, and one query for
+ * all of them costs the reader a dozen times less. Each caller resumes once its own jobs are filled.
+ */
+export class PreloadBatcher {
+  private waiting: Array<{ jobs: Job[]; known: ReadonlyMap<string, Buffer>; done(err?: unknown): void }> = [];
+  private running = false;
+
+  constructor(private readonly db: Queryable) {}
+
+  preload(jobs: Job[], known: ReadonlyMap<string, Buffer> = new Map()): Promise<void> {
+    if (!jobs.length) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      this.waiting.push({ jobs, known, done: (err) => (err === undefined ? resolve() : reject(err)) });
+      if (!this.running && this.waiting.length === 1) setImmediate(() => void this.run());
+    });
+  }
+
+  private async run(): Promise<void> {
+    if (this.running || !this.waiting.length) return;
+    this.running = true;
+    const batch = this.waiting;
+    this.waiting = [];
+    const known = new Map<string, Buffer>();
+    for (const w of batch) for (const [id, raw] of w.known) known.set(id, raw);
+    try {
+      await preload(this.db, batch.flatMap((w) => w.jobs), known);
+      for (const w of batch) w.done();
+    } catch (err) {
+      for (const w of batch) w.done(err ?? new Error('preload failed'));
+    } finally {
+      this.running = false;
+      void this.run(); // what was asked for meanwhile
+    }
+  }
+}
