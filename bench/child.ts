@@ -9,6 +9,8 @@ import path from 'node:path';
 export interface ServerStats {
   maxRssKb: number;
   cpuMs: number;
+  /** the shared writer's time in transactions so far (servers that run an app) */
+  writerBusyMs?: number;
 }
 
 export interface BenchChild<Ready> {
@@ -60,11 +62,12 @@ export async function forkBenchServer<Ready>(script: string, args: string[], std
  * The server side of the same protocol: answers `stats` with this process's CPU time and peak RSS, and on `stop`
  * closes the app, runs `cleanup` (e.g. removes a temporary dataDir) and exits.
  */
-export function answerBenchParent(app: { close(): Promise<void> }, cleanup: () => void = () => undefined): void {
+export function answerBenchParent(app: { close(): Promise<void>; deps?: { writer: { busyTimeMs: number } } }, cleanup: () => void = () => undefined): void {
   process.on('message', async (msg: { type: string }) => {
     if (msg.type === 'stats') {
       const cpu = process.cpuUsage();
-      process.send?.({ type: 'stats', maxRssKb: process.resourceUsage().maxRSS, cpuMs: (cpu.user + cpu.system) / 1000 } satisfies ServerStats & { type: string });
+      const stats: ServerStats = { maxRssKb: process.resourceUsage().maxRSS, cpuMs: (cpu.user + cpu.system) / 1000, writerBusyMs: app.deps?.writer.busyTimeMs };
+      process.send?.({ type: 'stats', ...stats });
     }
     if (msg.type === 'stop') {
       await app.close();

@@ -46,18 +46,23 @@ async function pigeonRun(sink: CountingSink, o: CompareOptions, webhook?: { url:
   try {
     if (webhook) await subscribeWebhook(pigeon, webhook.url);
     const script = writeSendScript(fs.mkdtempSync(path.join(os.tmpdir(), 'pigeon-bench-wrk-')), FROM, o.size);
-    const [own, base, cpu, t0] = [(await pigeon.server.stats()).cpuMs, sink.count(), cpuMeter(), performance.now()];
+    const first = await pigeon.server.stats();
+    const [own, base, cpu, t0] = [first.cpuMs, sink.count(), cpuMeter(), performance.now()];
     const w = await wrk(pigeon.server.url, script, o.connections, o.seconds, { KEY: pigeon.sendKey });
     const accepted = w.requests - w.non2xx;
     const got = (await sink.waitFor(base + accepted, 30_000)) - base;
     const seconds = (performance.now() - t0) / 1000;
     const busy = cpu();
+    const atEnd = await pigeon.server.stats();
     fs.rmSync(path.dirname(script), { recursive: true, force: true });
     await webhook?.settle();
     // The appliance's own CPU time per delivered message (its webhook deliveries included): unlike msg/s, it holds
     // on a shared, loaded machine.
-    const cpuMsPerMessage = ((await pigeon.server.stats()).cpuMs - own) / Math.max(1, got);
-    const line = `Pigeon:  ${accepted} accepted (wrk, ${o.connections} connections, ${o.seconds} s; ${w.non2xx} refused), accept ${r0(accepted / w.seconds)} req/s p50 ${ms(w.p50Ms)} p99 ${ms(w.p99Ms)}, delivered ${got} in ${seconds.toFixed(1)} s = ${r0(got / seconds)} msg/s, cpu busy ${r0(busy)} %, its own process ${cpuMsPerMessage.toFixed(2)} CPU ms/message`;
+    const last = await pigeon.server.stats();
+    const cpuMsPerMessage = (last.cpuMs - own) / Math.max(1, got);
+    // how much of the run the one writer spent in transactions: near 100 %, it and not the CPU is the limit
+    const writerBusy = (100 * ((atEnd.writerBusyMs ?? 0) - (first.writerBusyMs ?? 0))) / (seconds * 1000);
+    const line = `Pigeon:  ${accepted} accepted (wrk, ${o.connections} connections, ${o.seconds} s; ${w.non2xx} refused), accept ${r0(accepted / w.seconds)} req/s p50 ${ms(w.p50Ms)} p99 ${ms(w.p99Ms)}, delivered ${got} in ${seconds.toFixed(1)} s = ${r0(got / seconds)} msg/s, cpu busy ${r0(busy)} %, its own process ${cpuMsPerMessage.toFixed(2)} CPU ms/message, writer busy ${r0(writerBusy)} %`;
     return { msgPerSecond: got / seconds, line, delivered: got, cpuMsPerMessage };
   } finally {
     await pigeon.close();

@@ -16,7 +16,7 @@ export interface Server {
   url: string;
   key: string;
   smtpPort: number;
-  stats(): Promise<{ maxRssKb: number; cpuMs: number }>;
+  stats(): Promise<{ maxRssKb: number; cpuMs: number; writerBusyMs?: number }>;
   stop(): Promise<void>;
   /** kill -9: no clean shutdown */
   kill(): Promise<void>;

@@ -6,7 +6,7 @@
  */
 import { Handoff } from './delivery/handoff';
 import http from 'node:http';
-import { Histogram } from 'prom-client';
+import { Counter, Histogram } from 'prom-client';
 import type { AddressInfo } from 'node:net';
 import type { DestinationStream } from 'pino';
 import { Clock, systemClock } from './clock';
@@ -149,7 +149,7 @@ function createWriter(db: Db, config: Config, metrics: Metrics, log: Logger, wri
     name: 'pigeon_writer_commit_weight', help: 'Work (messages) committed per writer transaction',
     buckets: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000], registers: [metrics.registry],
   });
-  return new Writer(db, {
+  const writer = new Writer(db, {
     maxWeight: groupCommit ? groupCommitMaxMessages : 1, windowMs: groupCommitWindowMs, onCommit: (_n, w) => weight.observe(w),
     counterFlushMs: config.database.counterFlushMs ?? (isPostgres(db) ? 1000 : 0),
     checkpoints: isPostgres(db) ? undefined : new WalCheckpointer(openCheckpointConnection(config), {
@@ -158,6 +158,11 @@ function createWriter(db: Db, config: Config, metrics: Metrics, log: Logger, wri
     onCheckpointError,
     writeOrder,
   });
+  new Counter({
+    name: 'pigeon_writer_busy_seconds_total', help: 'Time the shared writer spent in transactions: near wall time, it is the limit',
+    registers: [metrics.registry], collect() { this.reset(); this.inc(writer.busyTimeMs / 1000); },
+  });
+  return writer;
 }
 
 /** A start that failed (a port taken, a bad certificate) must not leave listeners, the writer or the database open. */

@@ -89,6 +89,7 @@ export class Writer {
   private running = false;
   private idle: Array<() => void> = [];
   private closed = false;
+  private busyMs = 0;
   /** counter additions of committed transactions not written yet (counterFlushMs) */
   private counters = new WriteBuffer();
   private counterTimer?: NodeJS.Timeout;
@@ -150,6 +151,11 @@ export class Writer {
     this.counterTimer.unref();
   }
 
+  /** Time spent in transactions (and the writer's checkpoints) so far: near the wall time, the writer is the limit. */
+  get busyTimeMs(): number {
+    return this.busyMs;
+  }
+
   /** Resolves when nothing is queued or being written (tests, shutdown). */
   drained(): Promise<void> {
     if (!this.running && !this.scheduled && this.queue.length === 0) return Promise.resolve();
@@ -183,9 +189,11 @@ export class Writer {
     let gatherMs = 0;
     try {
       while (this.queue.length) {
+        const started = performance.now();
         await this.commit(this.take());
         this.options.checkpoints?.committed();
         if (this.options.checkpoints?.takeWriterTurn()) await this.checkpoint();
+        this.busyMs += performance.now() - started;
         gatherMs = this.gatherMsOfQueue();
         if (gatherMs > 0) break;
       }
