@@ -10,13 +10,18 @@
  * statements took ~20 ms, and the writer, not the CPU, limited throughput.
  *
  * With this cache a statement seen before runs in one trip: the driver's own
- * prepared `Statement`, reset and bound again (the driver resets and clears
- * bindings before each run). Only `all` and `run` are cached: both step to
+ * prepared `Statement`, reset and bound again (the driver clears the old
+ * bindings only when a run binds values: see keepable). Only `all` and `run` are cached: both step to
  * the end, so a kept statement never holds a read snapshot open (`get` and
  * `each` may stop early and would). Statement texts come from our code, with
  * values bound, so the variety is bounded by shapes and list lengths; the
- * least recently used beyond MAX_STATEMENTS are finalized. `close` finalizes
- * them all first, since SQLite refuses to close with statements open.
+ * least recently used beyond MAX_STATEMENTS, or beyond MAX_KEPT_CHARS of SQL
+ * text, are finalized. The second bound matters: a prepared multi-row
+ * statement takes ~60 bytes of memory per character of its text, and list
+ * lengths (a request's recipients, a group's rows) make many long texts, so
+ * 256 of them could hold a quarter of a gigabyte per connection. `close`
+ * finalizes them all first, since SQLite refuses to close with statements
+ * open.
  */
 import sqlite3 from 'sqlite3';
 
@@ -43,6 +48,11 @@ type Callback = (this: unknown, err: Error | null, rows?: unknown) => void;
 
 /** Statements kept per connection: our hot statements are a few dozen texts; lists of ids add lengths. */
 export const MAX_STATEMENTS = 256;
+/** SQL text kept per connection (~15 MB prepared, at most); a longer text than an eighth of it is never kept. */
+export const MAX_KEPT_CHARS = 256 * 1024;
+const MAX_STATEMENT_CHARS = MAX_KEPT_CHARS / 8;
+/** A placeholder, for a run with no values (below). */
+const PARAMETER = /[?:@$]/;
 
 interface Kept {
   statement: SqliteStatement;
@@ -56,16 +66,18 @@ export function cacheStatements(conn: SqliteConnection, Statement: StatementCons
   if (marked.statementCache) return;
   marked.statementCache = true;
   const kept = new Map<string, Kept>();
+  const size = { chars: 0 };
   const plain = { all: conn.all.bind(conn), run: conn.run.bind(conn), close: conn.close.bind(conn) };
 
   const viaCache = (method: 'all' | 'run') => (sql: string, params: unknown, cb: Callback) => {
+    if (typeof cb !== 'function' || !keepable(sql, params)) return plain[method](sql, params, cb);
     const entry = kept.get(sql);
     if (entry?.ready) {
       kept.delete(sql); // most recently used last
       kept.set(sql, entry);
       return entry.statement[method](params, cb);
     }
-    if (entry || typeof cb !== 'function') return plain[method](sql, params, cb);
+    if (entry) return plain[method](sql, params, cb);
     prepareAndRun(sql, method, params, cb);
     return conn;
   };
@@ -73,13 +85,14 @@ export function cacheStatements(conn: SqliteConnection, Statement: StatementCons
   const prepareAndRun = (sql: string, method: 'all' | 'run', params: unknown, cb: Callback) => {
     const entry: Kept = { statement: undefined as unknown as SqliteStatement, ready: false };
     kept.set(sql, entry);
+    size.chars += sql.length;
     entry.statement = new Statement(conn, sql, (err) => {
       if (err) {
-        if (kept.get(sql) === entry) kept.delete(sql);
+        if (kept.get(sql) === entry) forget(kept, size, sql);
         return cb.call(entry.statement, err); // the error the driver's own path gives for a statement that does not prepare
       }
       entry.ready = true;
-      evictBeyond(kept, MAX_STATEMENTS);
+      evictBeyond(kept, size);
       entry.statement[method](params, cb);
     });
   };
@@ -89,6 +102,7 @@ export function cacheStatements(conn: SqliteConnection, Statement: StatementCons
   conn.close = (cb?: (err: Error | null) => void) => {
     const statements = [...kept.values()].map((e) => e.statement);
     kept.clear();
+    size.chars = 0;
     let left = statements.length;
     if (!left) return plain.close(cb);
     // finalize is queued behind a statement's running work, so every one is done before the close is asked
@@ -97,11 +111,27 @@ export function cacheStatements(conn: SqliteConnection, Statement: StatementCons
   };
 }
 
-function evictBeyond(kept: Map<string, Kept>, max: number): void {
+/**
+ * Whether a run may use (and keep) a prepared statement. Not a very long text (see MAX_KEPT_CHARS); not a
+ * text with parameters run without values: the driver clears a statement's bindings only when it binds
+ * new ones, so such a run would see the values of the previous run, maybe another account's.
+ */
+function keepable(sql: string, params: unknown): boolean {
+  if (sql.length > MAX_STATEMENT_CHARS) return false;
+  const values = Array.isArray(params) ? params.length : params == null ? 0 : 1;
+  return values > 0 || !PARAMETER.test(sql);
+}
+
+function forget(kept: Map<string, Kept>, size: { chars: number }, sql: string): void {
+  kept.delete(sql);
+  size.chars -= sql.length;
+}
+
+function evictBeyond(kept: Map<string, Kept>, size: { chars: number }): void {
   for (const [sql, entry] of kept) {
-    if (kept.size <= max) return;
+    if (kept.size <= MAX_STATEMENTS && size.chars <= MAX_KEPT_CHARS) return;
     if (!entry.ready) continue;
-    kept.delete(sql);
+    forget(kept, size, sql);
     entry.statement.finalize();
   }
 }

@@ -81,6 +81,29 @@ describe('prepared statements kept per connection', () => {
     assert.equal(prepared.filter((s) => s === `SELECT ${MAX_STATEMENTS + 19} AS n`).length, 1);
     // afterEach closes: SQLite would refuse (SQLITE_BUSY) with a statement left unfinalized
   });
+
+  it('keeps a bounded amount of SQL, however long the texts: a prepared multi-row statement costs ~60 bytes a character', async () => {
+    const finalized = new Set<string>();
+    const original = (DriverStatement.prototype as unknown as { finalize(cb?: () => void): unknown }).finalize;
+    const live = () => prepared.filter((s) => !finalized.has(s));
+    (CountingStatement.prototype as unknown as { finalize(cb?: () => void): unknown }).finalize = function (this: { sql: string }, cb?: () => void) {
+      finalized.add(this.sql);
+      return original.call(this, cb);
+    };
+    // request-controlled list lengths: each length is its own text, ~18 KB each here
+    for (let n = 6000; n < 6000 + 60; n++) {
+      const sql = `SELECT id FROM t WHERE name IN (${new Array(n).fill('?').join(', ')})`;
+      await call(conn, 'all', sql, new Array(n).fill('x'));
+    }
+    const keptChars = live().reduce((sum, s) => sum + s.length, 0);
+    assert.ok(keptChars <= 512 * 1024, `${keptChars} characters of SQL kept prepared`);
+  });
+
+  it('a statement run without values does not reuse the values of its previous run', async () => {
+    const select = 'SELECT ? AS v';
+    assert.deepEqual(await call(conn, 'all', select, ['secret of another account']), [{ v: 'secret of another account' }]);
+    assert.deepEqual(await call(conn, 'all', select, []), [{ v: null }]);
+  });
 });
 
 describe('kept statements on the app database', () => {
