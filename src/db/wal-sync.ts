@@ -23,6 +23,13 @@
  * may already have happened: at-least-once allows that, as it allows a
  * resend after a lost outcome.
  *
+ * A sync that fails fails every later caller too, until a restart: Linux may
+ * drop the pages whose write-back failed and report that once, so a later
+ * fdatasync succeeds while frames of the WAL never reached the disk, and
+ * recovery after a power loss stops at them, dropping every frame after.
+ * (Under FULL, SQLite treats a failed sync as a failed COMMIT and writes the
+ * next one over those frames; here they are committed and chained to.)
+ *
  * The WAL file stays the same file while the writer's connection is open
  * (SQLite removes it only when the last connection closes); it is opened on
  * the first sync, after the first commit created it.
@@ -35,6 +42,8 @@ export class WalSync {
   private fd: number | undefined;
   private waiting: Waiter[] = [];
   private running: Promise<void> | undefined;
+  /** the first sync that failed: nothing written since can be vouched for (see above) */
+  private failed: unknown;
 
   constructor(
     private readonly walFile: string,
@@ -69,8 +78,12 @@ export class WalSync {
     while (this.waiting.length) {
       const batch = this.waiting.splice(0);
       try {
+        if (this.failed !== undefined) throw this.failed;
         this.fd ??= fs.openSync(this.walFile, 'r');
-        await this.sync(this.fd);
+        await this.sync(this.fd).catch((err: unknown) => {
+          this.failed = err;
+          throw err;
+        });
         for (const w of batch) w.resolve();
       } catch (err) {
         for (const w of batch) w.reject(err);
