@@ -170,6 +170,15 @@ export class Writer {
     return this.busyMs;
   }
 
+  /**
+   * Resolves once everything committed so far is on stable storage: at once without walSync (SQLite synced it in
+   * the COMMIT), else after a sync of the WAL begun now. For answers that promise what a commit read elsewhere
+   * promised (an idempotent replay), since every connection sees a commit before its sync.
+   */
+  durable(): Promise<void> {
+    return this.options.walSync?.durable() ?? Promise.resolve();
+  }
+
   /** Resolves when nothing is queued or being written (tests, shutdown). */
   async drained(): Promise<void> {
     if (this.running || this.scheduled || this.queue.length) await new Promise<void>((resolve) => this.idle.push(resolve));
