@@ -11,10 +11,9 @@ import type { AddressInfo } from 'node:net';
 import type { DestinationStream } from 'pino';
 import { Clock, systemClock } from './clock';
 import { Config, ConfigInput, parseConfig } from './config';
-import { Db, databaseFile, isPostgres, migrateLatest, openCheckpointConnection, openDatabase } from './db';
+import { Db, isPostgres, migrateLatest, openCheckpointConnection, openDatabase } from './db';
 import { WalCheckpointer } from './db/checkpointer';
 import { loadWriteOrder, type WriteOrder } from './db/write-order';
-import { WalSync } from './db/wal-sync';
 import { attachReader, openReader } from './db/reader';
 import { Writer } from './db/writer';
 import { startBus, type Bus } from './db/notify';
@@ -59,8 +58,7 @@ export async function createApp(input: Config | ConfigInput = {}, options: AppOp
   const config = parseConfig(input);
   const clock = options.clock ?? systemClock;
   const log = createLogger(config.log.level, options.logStream);
-  // checkpoints (db/checkpointer.ts) and, under synchronous=FULL, the WAL's syncs (db/wal-sync.ts) run beside the writer
-  const db = openDatabase(config, undefined, { autoCheckpoint: false, syncBeside: true });
+  const db = openDatabase(config, undefined, { autoCheckpoint: false }); // checkpoints run beside the writer (db/checkpointer.ts)
   await migrateLatest(db);
   const writeOrder = isPostgres(db) ? undefined : await loadWriteOrder(db);
   const bootstrapKey = await bootstrapIfEmpty(db, clock.now());
@@ -159,7 +157,6 @@ function createWriter(db: Db, config: Config, metrics: Metrics, log: Logger, wri
     }),
     onCheckpointError,
     writeOrder,
-    walSync: !isPostgres(db) && config.database.synchronous === 'FULL' ? new WalSync(`${databaseFile(config)}-wal`) : undefined,
   });
   new Counter({
     name: 'pigeon_writer_busy_seconds_total', help: 'Time the shared writer spent in transactions: near wall time, it is the limit',

@@ -33,19 +33,15 @@ export function databaseFile(config: Config): string {
 
 /**
  * `autoCheckpoint: false` for the server's writer, whose checkpoints run beside it (checkpointer.ts); tools (the CLI)
- * keep SQLite's automatic one, since no timer runs for them. `syncBeside` for the server's writer too: with
- * `synchronous = FULL` configured, the connection runs NORMAL and the writer syncs the WAL after each commit
- * before it answers (wal-sync.ts).
+ * keep SQLite's automatic one, since no timer runs for them.
  */
-export function openDatabase(config: Config, filename = databaseFile(config), options: { autoCheckpoint?: boolean; syncBeside?: boolean } = {}): Db {
+export function openDatabase(config: Config, filename = databaseFile(config), options: { autoCheckpoint?: boolean } = {}): Db {
   if (config.database.client === 'postgres') return postgresKnex(postgresUrl(config), config.database.poolSize, MIGRATIONS_DIR);
   const autoCheckpoint = options.autoCheckpoint ?? true;
   // 0700 directory, 0600 database (and so -wal/-shm), whatever the umask.
   ensurePrivateDir(path.dirname(filename));
   ensurePrivateFile(filename);
-  const { busyTimeoutMs } = config.database;
-  // syncBeside: the app's writer syncs the WAL after each COMMIT itself (wal-sync.ts), so SQLite need not
-  const synchronous = options.syncBeside && config.database.synchronous === 'FULL' ? 'NORMAL' : config.database.synchronous;
+  const { synchronous, busyTimeoutMs } = config.database;
   return sqliteKnex(filename, 1,
     `PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = ${busyTimeoutMs};` +
     ` PRAGMA synchronous = ${synchronous}; ${CACHE_PRAGMAS} PRAGMA journal_size_limit = 67108864;` +

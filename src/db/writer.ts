@@ -17,7 +17,6 @@ import type { Db, Tx } from './index';
 import { attachBuffer, WriteBuffer } from './buffer';
 import type { CheckpointTurns } from './checkpointer';
 import type { WriteOrder } from './write-order';
-import type { WalSync } from './wal-sync';
 
 export type Work<T> = (trx: Tx) => Promise<T>;
 
@@ -35,11 +34,6 @@ export interface BatchKind<I, R> {
    * on (delivery outcomes): each commit then carries more of them, and every commit saved is an fsync.
    */
   readonly gatherMs?: number;
-  /**
-   * Answered as soon as its transaction committed, before the WAL sync (walSync): for items whose loss in a
-   * power cut only costs a repeat (a delivery outcome: the message is sent again), not a broken promise.
-   */
-  readonly answerBeforeSync?: boolean;
   run(trx: Tx, items: I[]): Promise<R[]>;
 }
 
@@ -74,11 +68,6 @@ export interface WriterOptions {
   counterFlushMs?: number;
   /** SQLite: the schema's foreign keys, so the kept writes of a transaction go out in waves (write-order.ts) */
   writeOrder?: WriteOrder;
-  /**
-   * SQLite with `synchronous = FULL`: the connection runs NORMAL and each transaction's callers are answered
-   * once this has synced the WAL after its COMMIT, while the writer goes on (wal-sync.ts).
-   */
-  walSync?: WalSync;
 }
 
 const handles = new WeakMap<Tx, Db>();
@@ -101,8 +90,6 @@ export class Writer {
   private idle: Array<() => void> = [];
   private closed = false;
   private busyMs = 0;
-  /** committed groups whose callers wait for the WAL sync (walSync) */
-  private readonly syncing = new Set<Promise<void>>();
   /** counter additions of committed transactions not written yet (counterFlushMs) */
   private counters = new WriteBuffer();
   private counterTimer?: NodeJS.Timeout;
@@ -136,7 +123,6 @@ export class Writer {
     this.closed = true;
     await this.drained();
     await this.options.checkpoints?.close();
-    await this.options.walSync?.close();
   }
 
   /**
@@ -170,19 +156,10 @@ export class Writer {
     return this.busyMs;
   }
 
-  /**
-   * Resolves once everything committed so far is on stable storage: at once without walSync (SQLite synced it in
-   * the COMMIT), else after a sync of the WAL begun now. For answers that promise what a commit read elsewhere
-   * promised (an idempotent replay), since every connection sees a commit before its sync.
-   */
-  durable(): Promise<void> {
-    return this.options.walSync?.durable() ?? Promise.resolve();
-  }
-
   /** Resolves when nothing is queued or being written (tests, shutdown). */
-  async drained(): Promise<void> {
-    if (this.running || this.scheduled || this.queue.length) await new Promise<void>((resolve) => this.idle.push(resolve));
-    await Promise.allSettled([...this.syncing]);
+  drained(): Promise<void> {
+    if (!this.running && !this.scheduled && this.queue.length === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idle.push(resolve));
   }
 
   /** Schedules a start of the idle writer, after `gatherMs` when no plain work waits (see BatchKind). */
@@ -287,18 +264,7 @@ export class Writer {
       return;
     }
     this.options.onCommit?.(group.length, group.reduce((s, p) => s + p.weight, 0));
-    const walSync = this.options.walSync;
-    if (!walSync) return group.forEach((p, i) => p.resolve(results[i]));
-    // committed, not yet synced: the next group goes on while the WAL is synced; the callers hear after it
-    const waiting: number[] = [];
-    group.forEach((p, i) => (p.batch?.kind.answerBeforeSync ? p.resolve(results[i]) : waiting.push(i)));
-    if (!waiting.length) return;
-    const answered = walSync.durable().then(
-      () => waiting.forEach((i) => group[i].resolve(results[i])),
-      (err: unknown) => waiting.forEach((i) => group[i].reject(err)),
-    );
-    this.syncing.add(answered);
-    void answered.finally(() => this.syncing.delete(answered));
+    group.forEach((p, i) => p.resolve(results[i]));
   }
 }
 

@@ -53,13 +53,12 @@ export async function recordOutcome(deps: RecordDeps, job: Job, outcome: Outcome
  * at a time, no client waits on their record, and more outcomes per commit mean fewer commits (fsyncs) for
  * the same mail. The slots stay taken those milliseconds longer.
  */
-const OUTCOME_GATHER_MS = 10;
+const OUTCOME_GATHER_MS = 5;
 
 /** Every outcome of one writer transaction: one lease-guarded UPDATE (leave.ts), then what each one adds. */
 export const outcomes: BatchKind<OutcomeItem, Recorded | null> = {
   name: 'delivery outcomes',
   gatherMs: OUTCOME_GATHER_MS,
-  answerBeforeSync: true, // a lost outcome means a resend (at-least-once); the slot need not wait for the disk
   async run(trx, items) {
     const plans = items.map(plan);
     const ours = await leaveAll(trx, plans.map((p, i) => ({ id: items[i].job.id, leaseOwner: items[i].job.leaseOwner, update: p.update, at: items[i].now })));

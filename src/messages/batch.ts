@@ -111,10 +111,7 @@ export async function sendBatch(deps: AppDeps, sender: Sender, items: unknown[],
   // The hash names the batch API and its caller, so a single send's key and body never replay a batch answer.
   const hash = requestHash({ batch: opts.caller ?? 'v1', items });
   const begun = await beginIdempotent(deps.db, scope, hash, deps.clock.now());
-  if (begun.kind === 'replay') {
-    await deps.writer.durable(); // as the first answer did: its commit may not be synced yet
-    return { data: (begun.body as { data: BatchItemResult[] }).data, replayed: true };
-  }
+  if (begun.kind === 'replay') return { data: (begun.body as { data: BatchItemResult[] }).data, replayed: true };
   try {
     const result = await run(deps, sender, items, opts, (trx, data) => completeIdempotent(trx, scope, 200, { data }));
     // Nothing stored: the key is released so a corrected request may use it.

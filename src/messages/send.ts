@@ -24,10 +24,7 @@ export async function sendMessages(deps: AppDeps, sender: Sender, body: SendBody
   }
   const scope = { ...sender, key: idempotencyKey };
   const begun = await beginIdempotent(deps.db, scope, requestHash(body), deps.clock.now());
-  if (begun.kind === 'replay') {
-    await deps.writer.durable(); // the first request's commit may not be synced yet; its 202 waits for that, so this does
-    return { status: begun.status, body: begun.body as SendResult['body'], replayed: true };
-  }
+  if (begun.kind === 'replay') return { status: begun.status, body: begun.body as SendResult['body'], replayed: true };
   try {
     const batch = await prepareSend(deps, sender, body);
     const status = statusOf(batch);
