@@ -36,19 +36,25 @@ export interface TableWrite {
   rows: readonly object[];
 }
 
+/** Every table's foreign keys, in one read of the schema (SQLite's `pragma_foreign_key_list` as a table). */
+/** Every table's foreign keys, in one read of the schema (SQLite's `pragma_foreign_key_list` as a table). */
 export async function loadWriteOrder(db: Db): Promise<WriteOrder> {
-  const tables: Array<{ name: string }> = await db('sqlite_master').where({ type: 'table' }).whereNot('name', 'like', 'sqlite_%').select('name');
+  const rows: Array<{ name: string; id: number | null; parent: string; from: string; to: string | null }> = await db.raw(
+    'SELECT m.name, k.id, k."table" AS parent, k."from", k."to" FROM sqlite_master m LEFT JOIN pragma_foreign_key_list(m.name) k ' +
+      "WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%' ORDER BY m.name, k.id, k.seq",
+  );
   const order = new Map<string, ForeignKey[]>();
-  for (const { name } of tables) {
-    const columns: Array<{ id: number; table: string; from: string; to: string | null }> = await db.raw(`PRAGMA foreign_key_list("${name.replace(/"/g, '""')}")`);
-    const keys = new Map<number, ForeignKey>();
-    for (const c of columns) {
-      let key = keys.get(c.id);
-      if (!key) keys.set(c.id, (key = { parent: c.table, from: [], to: [] }));
-      key.from.push(c.from);
-      key.to.push(c.to);
+  const keys = new Map<string, ForeignKey>();
+  for (const r of rows) {
+    if (!order.has(r.name)) order.set(r.name, []);
+    if (r.id === null || r.parent === r.name) continue; // no key, or one to the table itself
+    let key = keys.get(`${r.name}\u0000${r.id}`);
+    if (!key) {
+      keys.set(`${r.name}\u0000${r.id}`, (key = { parent: r.parent, from: [], to: [] }));
+      order.get(r.name)!.push(key);
     }
-    order.set(name, [...keys.values()].filter((k) => k.parent !== name));
+    key.from.push(r.from);
+    key.to.push(r.to);
   }
   return order;
 }
