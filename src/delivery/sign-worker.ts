@@ -6,6 +6,9 @@
 import { parentPort } from 'node:worker_threads';
 import { makeSignatures } from './dkim';
 import type { SignAnswer, SignRequest } from './signer';
+import { lowerThisThreadPriority } from '../util/thread-priority';
+
+lowerThisThreadPriority(); // signing yields to the main thread (thread-priority.ts)
 
 // One message per turn of the main thread's event loop, carrying that turn's requests; one answer for them all.
 parentPort?.on('message', (batch: SignRequest[]) => {

@@ -8,6 +8,9 @@
  */
 import { parentPort } from 'node:worker_threads';
 import { precompile, type TemplateField } from './handlebars-env';
+import { lowerThisThreadPriority } from '../util/thread-priority';
+
+lowerThisThreadPriority(); // compiling yields to the main thread (thread-priority.ts)
 
 export interface CompileRequest {
   field: TemplateField;

@@ -2,10 +2,13 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
 import { startDnsServer, type TestDnsServer } from '../support/dns-server';
 import { dkimTxtRecord, verifyDkim } from '../support/mail';
 import { signMessage, type SigningKey } from '../../src/delivery/dkim';
 import { createSigner } from '../../src/delivery/signer';
+import { HELPER_THREAD_NICE } from '../../src/util/thread-priority';
 
 const DOMAIN = 'shop.test';
 const NOW = Date.UTC(2026, 0, 5, 9, 0, 0);
@@ -97,4 +100,27 @@ describe('DKIM signing', () => {
       await signer.close();
     }
   });
+
+  it('signing threads run below the main thread\'s priority, and the main thread keeps its own', { skip: process.platform !== 'linux' }, async () => {
+    const mainNice = os.getPriority(0);
+    const lowered = () => threadNices().filter(([tid, nice]) => tid !== process.pid && nice >= Math.max(mainNice, HELPER_THREAD_NICE)).length;
+    const before = lowered();
+    const signer = createSigner(2);
+    try {
+      await Promise.all(Array.from({ length: 4 }, () => signer.sign(Buffer.from(MESSAGES['8-bit content in headers and body']), both, NOW)));
+      if (mainNice < HELPER_THREAD_NICE) assert.equal(lowered(), before + 2);
+      assert.equal(os.getPriority(0), mainNice);
+    } finally {
+      await signer.close();
+    }
+  });
 });
+
+/** [thread id, nice] of each thread of this process (/proc/self/task/<tid>/stat: nice is the 19th field). */
+function threadNices(): Array<[number, number]> {
+  return fs.readdirSync('/proc/self/task').map((tid) => {
+    const stat = fs.readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return [Number(tid), Number(fields[16])];
+  });
+}
