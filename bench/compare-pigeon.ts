@@ -58,7 +58,10 @@ export async function startPigeon(opts: PigeonOptions): Promise<Pigeon> {
   const config = {
     hostname: 'mta.bench',
     dns: { servers: [dns.address] },
-    delivery: { port: opts.sinkPort, allowPrivateTargets: true },
+    // As many connections to the one sink, and messages in flight, as Postfix opens beside it with its defaults
+    // (default_destination_concurrency_limit 20, default_process_limit 100); Pigeon's own defaults (5 a domain,
+    // 50 in flight) are kinder to real receivers than a throughput race needs.
+    delivery: { port: opts.sinkPort, allowPrivateTargets: true, maxConnectionsPerDomain: 20, concurrency: 100 },
     webhooks: { allowPrivateTargets: true, allowHttp: true },
     smtp: { submission: { allowInsecureAuth: true, maxConnectionsPerClient: 1000 } },
     ips: [{ address: '127.0.0.1', hostname: 'out.mta.bench' }],
