@@ -14,18 +14,21 @@
  */
 import os from 'node:os';
 
-/** Niceness added to a helper thread (weight 110 against the main thread's 1024 when both want one core). */
+/** Niceness a helper thread adds to the process's own (at nice 10 below, it weighs 110 against the main thread's 1024 for a core). */
 export const HELPER_THREAD_NICE = 10;
+const LOWEST = 19;
 
 /**
- * Lowers the calling thread's priority. Only on Linux, where a nice value belongs to a thread (NPTL) and
- * pid 0 means the calling one; elsewhere it would lower the whole process. Raising niceness needs no
- * privilege; a refusal (a sandbox that forbids setpriority) leaves the thread as it was.
+ * Lowers the calling thread's priority by `by` nice levels (to 19 at most). Only on Linux, where a nice
+ * value belongs to a thread (NPTL) and pid 0 means the calling one; elsewhere it would lower the whole
+ * process. Raising niceness needs no privilege; a refusal (a sandbox that forbids setpriority) leaves the
+ * thread as it was.
  */
-export function lowerThisThreadPriority(nice = HELPER_THREAD_NICE): void {
+export function lowerThisThreadPriority(by = HELPER_THREAD_NICE): void {
   if (process.platform !== 'linux') return;
   try {
-    os.setPriority(0, Math.max(os.getPriority(0), nice));
+    // relative to what the thread inherited (systemd's Nice=, say), so the main thread stays ahead by the same
+    os.setPriority(0, Math.min(LOWEST, os.getPriority(0) + by));
   } catch {
     // the thread keeps its priority: slower under contention, never wrong
   }
