@@ -58,9 +58,12 @@ export async function startPigeon(opts: PigeonOptions): Promise<Pigeon> {
   const config = {
     hostname: 'mta.bench',
     dns: { servers: [dns.address] },
-    // As many connections to the one sink, and messages in flight, as Postfix opens beside it with its defaults
-    // (default_destination_concurrency_limit 20, default_process_limit 100); Pigeon's own defaults (5 a domain,
-    // 50 in flight) are kinder to real receivers than a throughput race needs.
+    // As many connections to the one sink as Postfix opens beside it with its defaults: all its mail goes to one
+    // relayhost, so smtp_destination_concurrency_limit (= default_destination_concurrency_limit, 20) bounds its
+    // deliveries; default_process_limit (100) bounds smtp processes over all destinations and is never reached
+    // here. 100 in flight is not Postfix's figure: Pigeon reads and signs a message while it is in flight, which
+    // Postfix did before queueing it, so more than 20 keep the 20 connections busy. Pigeon's own defaults (5 a
+    // domain, 50 in flight) are kinder to real receivers than a throughput race needs.
     delivery: { port: opts.sinkPort, allowPrivateTargets: true, maxConnectionsPerDomain: 20, concurrency: 100 },
     webhooks: { allowPrivateTargets: true, allowHttp: true },
     smtp: { submission: { allowInsecureAuth: true, maxConnectionsPerClient: 1000 } },

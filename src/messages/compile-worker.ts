@@ -5,12 +5,13 @@
  * SMTP session. It answers each request with the template spec (JavaScript
  * source) or the compiler's error message. One request at a time: the pool
  * never sends another before the answer.
+ *
+ * Unlike the signing threads, these keep the process's priority: a request
+ * waits on its compile, and the pool's timeout is wall-clock, so at a lower
+ * priority a busy machine would push a valid template past it (422).
  */
 import { parentPort } from 'node:worker_threads';
 import { precompile, type TemplateField } from './handlebars-env';
-import { lowerThisThreadPriority } from '../util/thread-priority';
-
-lowerThisThreadPriority(); // compiling yields to the main thread (thread-priority.ts)
 
 export interface CompileRequest {
   field: TemplateField;

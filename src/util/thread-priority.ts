@@ -1,16 +1,23 @@
 /**
- * Helper threads (DKIM signing, template compiling) run below the main
- * thread's priority. The main thread is the one serial path of the process:
- * the API, SMTP sessions, the MTA's sockets and every hop of the writer's
- * transactions wait on it, while the helpers' work is parallel and gains
- * nothing from running before it. On a machine whose cores are all busy, a
- * signing thread that shares the CPU equally with the main thread stretches
- * each of the writer's hops; at a lower priority it runs on what the main
- * thread leaves. Measured end to end on 2 cores (docs/benchmarks.md): about
- * +10 % msg/s at the same CPU per message.
+ * DKIM signing threads run below the main thread's priority. The main thread
+ * is the one serial path of the process: the API, SMTP sessions, the MTA's
+ * sockets and every hop of the writer's transactions wait on it, while
+ * signing is parallel work that gains nothing from running before it. On a
+ * machine whose cores are all busy, a signing thread that shares the CPU
+ * equally with the main thread stretches each of the writer's hops; at a
+ * lower priority it runs on what the main thread leaves. Measured end to end
+ * on 2 cores: about +10 % msg/s at the same CPU per message.
  *
- * The helpers still get a core: the main thread can only ever use one, so on
- * two or more cores a signing thread is never starved, only made to yield.
+ * Only for work nothing waits on by the clock: against each busy thread of
+ * normal priority (the main thread, the SQLite driver's threads, any other
+ * process) a thread 10 levels down gets about a tenth of a core. Signing has
+ * no timeout (it slows deliveries, whose number in flight is bounded); the
+ * template compiles keep their priority, as a request and a wall-clock
+ * timeout wait on them. A thread inherits the nice value of the thread that
+ * creates it: a lowered thread must not be the first to use libuv's pool
+ * (async fs, crypto, zlib), or the whole pool, SQLite included, would start
+ * lowered. Signing is synchronous, and the main thread opens the database
+ * before anything is signed.
  */
 import os from 'node:os';
 

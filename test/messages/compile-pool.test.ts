@@ -7,6 +7,8 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
 import { ApiError } from '../../src/http/errors';
 import { CompilePool, CompileTimeout, PoolLimits } from '../../src/messages/compile-pool';
 import { compileAll } from '../../src/messages/render';
@@ -93,3 +95,25 @@ test('closing the pool ends its threads and refuses the compiles still waiting w
   assert.ok(late instanceof ApiError && late.code === 'shutting_down', 'a closed pool starts no thread');
   assert.equal(pool.liveThreads, 0);
 });
+
+// A request waits on its compile, and the timeout is wall-clock: at a lower priority, other busy threads on the
+// core would stretch a compile that takes a few hundred milliseconds past it, and a valid template would get 422.
+test('compile threads keep the main thread\'s priority, so a busy machine cannot push a valid template past the timeout', { skip: process.platform !== 'linux' }, async () => {
+  const before = new Set(threadIds());
+  const pool = new CompilePool(limits());
+  try {
+    await pool.precompile({ field: 'html', source: large() }, 'acct');
+    const started = threadIds().filter((tid) => !before.has(tid));
+    assert.ok(started.length > 0, 'the compile ran on a thread of its own');
+    for (const tid of started) assert.equal(threadNice(tid), os.getPriority(0), `thread ${tid}`);
+  } finally {
+    await pool.stop();
+  }
+});
+
+const threadIds = () => fs.readdirSync('/proc/self/task').map(Number);
+/** The thread's nice value: the 19th field of /proc/self/task/<tid>/stat. */
+function threadNice(tid: number): number {
+  const stat = fs.readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
+}
