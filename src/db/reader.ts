@@ -11,7 +11,7 @@
  * which keeps reads inside a transaction consistent with its writes.
  */
 import type { Config } from '../config';
-import { CACHE_PRAGMAS, databaseFile, Db, MIGRATIONS_DIR, Queryable, sqliteKnex } from './index';
+import { cachePragmas, databaseFile, Db, MIGRATIONS_DIR, Queryable, READER_CACHE_MIB, sqliteKnex } from './index';
 import { postgresKnex, postgresUrl } from './postgres';
 
 /**
@@ -24,7 +24,7 @@ export const READER_CONNECTIONS = 2;
 export function openReader(config: Config, filename = databaseFile(config)): Db {
   if (config.database.client === 'postgres') return postgresKnex(postgresUrl(config), READER_CONNECTIONS, MIGRATIONS_DIR, true);
   // journal_mode is a property of the file (the writer set WAL); query_only makes a stray write fail loudly.
-  return sqliteKnex(filename, READER_CONNECTIONS, `PRAGMA query_only = ON; PRAGMA busy_timeout = ${config.database.busyTimeoutMs}; ${CACHE_PRAGMAS}`);
+  return sqliteKnex(filename, READER_CONNECTIONS, `PRAGMA query_only = ON; PRAGMA busy_timeout = ${config.database.busyTimeoutMs}; ${cachePragmas(READER_CACHE_MIB)}`);
 }
 
 const readers = new WeakMap<Queryable, Db>();

@@ -32,6 +32,12 @@ export async function pausedDestinations(db: Queryable): Promise<Set<string>> {
   return new Set((await paused(db)).map((r: { domain: string }) => r.domain));
 }
 
+/**
+ * The rows in flight, as the partial index messages_sending_idx is defined: a literal, since SQLite uses a
+ * partial index only for a WHERE it can match at prepare time, not for a bound value.
+ */
+const IN_FLIGHT = "messages.status = 'sending'";
+
 /** This node's name: node.id, or the hostname (README "Running several nodes"). */
 export const nodeId = (config: Config): string => config.node.id || os.hostname();
 
@@ -47,7 +53,7 @@ export const newLeaseOwner = (node: string): string => `mta-${node}-${process.pi
  * when the process died may be sent again.
  */
 export async function releaseStaleLeases(db: Db, now: number, node: string): Promise<number> {
-  const ours = db('messages').where({ status: 'sending' });
+  const ours = db('messages').whereRaw(IN_FLIGHT);
   if (isPostgres(db)) ours.whereIn('lease_owner', await ownLeaseOwners(db, node));
   return ours.update({
     status: db.raw("case when attempts > 0 then 'deferred' else 'queued' end"),
@@ -62,7 +68,7 @@ export async function releaseStaleLeases(db: Db, now: number, node: string): Pro
  * here, since node ids may hold `-`: node `a`'s pattern `mta-a-%` also matches node `a-2`'s leases.
  */
 async function ownLeaseOwners(db: Db, node: string): Promise<string[]> {
-  const rows: Array<{ lease_owner: string }> = await db('messages').where({ status: 'sending' })
+  const rows: Array<{ lease_owner: string }> = await db('messages').whereRaw(IN_FLIGHT)
     .where('lease_owner', 'like', `mta-${node.replace(/[\\%_]/g, (c) => `\\${c}`)}-%`).distinct('lease_owner');
   const exact = new RegExp(`^mta-${node.replace(/[.]/g, '\\.')}-\\d+-[0-9a-f]+(\\.\\d+)?$`);
   return rows.map((r) => r.lease_owner).filter((owner) => exact.test(owner));
@@ -115,7 +121,9 @@ function claimLocked(db: Queryable, due: Knex.QueryBuilder, lease: Record<string
 export async function nextWakeAt(db: Queryable, sendable: SendableScope = everything): Promise<number | null> {
   const waiting = await db('messages').whereNotNull('next_attempt_at').whereIn('status', WAITING).whereNotIn('recipient_domain', paused(db))
     .modify(sendable).min({ at: 'next_attempt_at' }).first();
-  const leased = await db('messages').where({ status: 'sending' }).whereNotNull('next_attempt_at').modify(sendable)
+  // a row in flight always has next_attempt_at (set at accept and kept by the claim); not asking for it keeps
+  // SQLite on messages_sending_idx instead of walking every due row of messages_due_idx
+  const leased = await db('messages').whereRaw(IN_FLIGHT).modify(sendable)
     .min({ at: 'lease_expires_at' }).first();
   const times = [waiting?.at, leased?.at].filter((t): t is number => t !== null && t !== undefined).map(Number);
   return times.length ? Math.min(...times) : null;
