@@ -123,7 +123,8 @@ export async function nextWakeAt(db: Queryable, sendable: SendableScope = everyt
     .modify(sendable).min({ at: 'next_attempt_at' }).first();
   // a row in flight always has next_attempt_at (set at accept and kept by the claim); not asking for it keeps
   // SQLite on messages_sending_idx instead of walking every due row of messages_due_idx
-  const leased = await db('messages').whereRaw(IN_FLIGHT).modify(sendable)
+  // a lapsed lease to a paused destination is no claim's: waking for it would claim nothing and look again at once
+  const leased = await db('messages').whereRaw(IN_FLIGHT).whereNotIn('recipient_domain', paused(db)).modify(sendable)
     .min({ at: 'lease_expires_at' }).first();
   const times = [waiting?.at, leased?.at].filter((t): t is number => t !== null && t !== undefined).map(Number);
   return times.length ? Math.min(...times) : null;

@@ -70,6 +70,26 @@ describe('queue', () => {
     }
   });
 
+  it('does not wake for a lapsed lease no claim can take: its destination is paused', async () => {
+    const world = await startWorld({ port: 1 });
+    try {
+      await world.mta.stop(); // the state below is built by hand
+      const db = world.app.db;
+      const id = await sendMessage(world, { to: 'r@dest.test' });
+      const now = world.clock.now();
+      // a send whose lease ran out on the wire (the pipeline drops it, the row stays `sending`), then a pause
+      await db('messages').where({ id }).update({ status: 'sending', lease_owner: newLeaseOwner(nodeId(world.app.config)), lease_expires_at: now - 1 });
+      await db('paused_destinations').insert({ domain: 'dest.test', paused_at: now });
+      assert.deepEqual(await claim(db, { owner: 'mta-other', now, leaseMs: 60_000, limit: 10 }), [], 'the claim leaves a paused destination alone');
+      // a wake-up due already would claim nothing and look again at once, over and over
+      assert.equal(await nextWakeAt(db), null);
+      await db('paused_destinations').where({ domain: 'dest.test' }).delete();
+      assert.equal(await nextWakeAt(db), now - 1, 'once resumed, the lapsed lease is due');
+    } finally {
+      await world.stop();
+    }
+  });
+
   it('gives a row whose lease expired to the next claimer, and the late first owner records nothing', async () => {
     const world = await startWorld({ port: 9 });
     try {
