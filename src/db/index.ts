@@ -7,9 +7,9 @@
  *
  * Tuned for the one writer (writer.ts): a 32 MiB page cache for the hot pages
  * of the queue and its indexes, and a 16 MiB one per reader; reads of the
- * file's first 64 MiB through a memory map; no automatic checkpoint inside a commit (the server
- * checkpoints on a connection of its own, off the commit path:
- * checkpointer.ts); and a WAL truncated back to 64 MiB after a checkpoint.
+ * file's first 64 MiB through a memory map; no automatic checkpoint inside a
+ * commit (the server checkpoints on a connection of its own, off the commit
+ * path: checkpointer.ts); and a WAL truncated back to 64 MiB after a checkpoint.
  * `synchronous = FULL` (the default) makes each commit survive power loss;
  * accepts and delivery outcomes share commits, so they share that guarantee.
  */
