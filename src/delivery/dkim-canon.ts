@@ -27,13 +27,10 @@ const CR = 0x0d;
 
 /** Header fields (continuation lines joined to their field) and the body. Bare LF counts as a line end, as SMTP transmission makes it CRLF. */
 export function splitMessage(raw: Buffer): SplitMessage {
-  // A message that starts with the blank line has no header fields at all.
-  if (raw[0] === LF) return { headers: [], body: raw.subarray(1) };
-  if (raw[0] === CR && raw[1] === LF) return { headers: [], body: raw.subarray(2) };
   const end = headerEnd(raw);
   const head = raw.toString('latin1', 0, end ? end.start : raw.length);
   const headers: HeaderField[] = [];
-  for (const line of head.split(/\r?\n/)) {
+  for (const line of end?.start === 0 ? [] : head.split(/\r?\n/)) {
     const last = headers[headers.length - 1];
     if (last && (line.startsWith(' ') || line.startsWith('\t'))) last.text += `\r\n${line}`;
     else {
@@ -41,14 +38,17 @@ export function splitMessage(raw: Buffer): SplitMessage {
       headers.push({ name: (colon < 0 ? line : line.slice(0, colon)).trim(), text: line });
     }
   }
-  return { headers, body: end ? raw.subarray(end.bodyAt) : raw.subarray(raw.length) };
+  return { headers, body: raw.subarray(end ? end.bodyAt : raw.length) };
 }
 
 /**
- * Where the first blank line is (the first match of /\r?\n\r?\n/): the first LF followed by [CR] LF. Only the
- * header section is ever turned into a string; the body stays bytes.
+ * Where the blank line that ends the header section is, on the bytes: at the very start (/^\r?\n/: a message
+ * with no header fields), or the first LF followed by [CR] LF (the first match of /\r?\n\r?\n/). Undefined
+ * for a message that is all header fields. Only the header section is ever turned into a string.
  */
-function headerEnd(raw: Buffer): { start: number; bodyAt: number } | undefined {
+export function headerEnd(raw: Buffer): { start: number; bodyAt: number } | undefined {
+  if (raw[0] === LF) return { start: 0, bodyAt: 1 };
+  if (raw[0] === CR && raw[1] === LF) return { start: 0, bodyAt: 2 };
   for (let lf = raw.indexOf(LF); lf >= 0; lf = raw.indexOf(LF, lf + 1)) {
     const next = raw[lf + 1] === CR ? lf + 2 : lf + 1;
     if (raw[next] === LF) return { start: raw[lf - 1] === CR ? lf - 1 : lf, bodyAt: next + 1 };

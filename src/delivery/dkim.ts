@@ -15,7 +15,7 @@
  * the domain's key); receivers that do not know Ed25519 ignore that one.
  */
 import crypto, { type KeyObject } from 'node:crypto';
-import { bodyHash, fieldsToSign, relaxedHeader, splitMessage } from './dkim-canon';
+import { bodyHash, fieldsToSign, headerEnd, relaxedHeader, splitMessage } from './dkim-canon';
 
 /** The active key(s) of the From domain, as the domains module hands them over. */
 export interface SigningKey {
@@ -80,17 +80,8 @@ export function withSignatures(raw: Buffer, made: Signatures): SignResult {
  * body stays empty, so the body hash signed for it holds.
  */
 function withHeaderEnd(raw: Buffer): Buffer {
-  if (hasHeaderEnd(raw)) return raw;
+  if (headerEnd(raw)) return raw;
   return Buffer.concat([raw, Buffer.from(raw[raw.length - 1] === 0x0a ? '\r\n' : '\r\n\r\n', 'latin1')]);
-}
-
-/** /^\r?\n/ or /\r?\n\r?\n/ on the bytes: a blank line first, or an LF followed by [CR] LF. */
-function hasHeaderEnd(raw: Buffer): boolean {
-  if (raw[0] === 0x0a || (raw[0] === 0x0d && raw[1] === 0x0a)) return true;
-  for (let lf = raw.indexOf(0x0a); lf >= 0; lf = raw.indexOf(0x0a, lf + 1)) {
-    if (raw[lf + 1] === 0x0a || (raw[lf + 1] === 0x0d && raw[lf + 2] === 0x0a)) return true;
-  }
-  return false;
 }
 
 /** What the signing threads compute: only the header lines cross back, not the message. */
