@@ -25,9 +25,11 @@ export interface BenchChild<Ready> {
 export const PRODUCTION_NODE_FLAGS = ['--max-semi-space-size=32'];
 
 export async function forkBenchServer<Ready>(script: string, args: string[], stdout: 'inherit' | 'ignore'): Promise<BenchChild<Ready>> {
-  // PIGEON_BENCH_PROFILE=dir writes a CPU profile of each server process there.
+  // PIGEON_BENCH_PROFILE=dir writes a CPU profile of each server process there; PIGEON_BENCH_NODE_FLAGS adds
+  // flags of its own (space-separated: a V8 option to try, `-r probe.js` to measure inside the server).
   const profile = process.env.PIGEON_BENCH_PROFILE;
-  const execArgv = [...PRODUCTION_NODE_FLAGS, ...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : [])];
+  const extra = process.env.PIGEON_BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? [];
+  const execArgv = [...PRODUCTION_NODE_FLAGS, ...extra, ...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : [])];
   const child = fork(path.join(__dirname, script), args, { stdio: ['ignore', stdout, 'inherit', 'ipc'], execArgv });
   const next = <T>(type: string) =>
     new Promise<T>((resolve, reject) => {

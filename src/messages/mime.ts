@@ -61,6 +61,19 @@ function textEncoding(...texts: Array<string | undefined>): 'quoted-printable' |
   return other < ascii ? 'quoted-printable' : 'base64';
 }
 
+/** A line break in any of its three spellings; a lone CR or LF is not one in a message (RFC 5322 2.3). */
+const LINE_BREAK = /\r\n|\r|\n/g;
+
+/**
+ * The text with every line break written CRLF. The composer keeps a text's own line breaks in 7bit and
+ * quoted-printable parts, so a text with bare LFs (JSON's "\n", what templates render) made a message the wire
+ * cannot carry as stored: nodemailer's data stream then copied every message to rewrite them at each delivery
+ * attempt, and the DKIM signer had to hash a converted copy of the body instead of its bytes.
+ */
+export function crlfLines(text: string | undefined): string | undefined {
+  return text === undefined ? text : text.replace(LINE_BREAK, '\r\n');
+}
+
 export function composeMime(input: MimeInput): Promise<Buffer> {
   // baseBoundary: the composer's own form (8 random bytes in hex), which it would otherwise draw from OpenSSL
   // once per message; ours comes from the identifier pool (src/ids.ts). An option MailComposer reads, untyped.
@@ -72,8 +85,8 @@ export function composeMime(input: MimeInput): Promise<Buffer> {
     cc: input.cc.length ? input.cc.map(formatAddress) : undefined,
     replyTo: input.replyTo.length ? input.replyTo.map(formatAddress) : undefined,
     subject: input.subject,
-    html: input.html,
-    text: input.text,
+    html: crlfLines(input.html),
+    text: crlfLines(input.text),
     headers: input.headers.map(([key, value]) => ({ key, value })),
     attachments: input.attachments.map((a) => ({
       filename: a.filename,
