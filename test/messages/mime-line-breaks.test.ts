@@ -1,6 +1,7 @@
-// Every line break of a composed message is CRLF, whatever the send's texts used: a message is stored as the
-// wire carries it, so the SMTP client's dot-stuffing stream passes it on without rewriting it, and the DKIM
-// signer hashes the stored body's bytes (delivery/dkim-canon.ts).
+// Every line break of a send's text and html is CRLF in the composed message, whatever the request used: the
+// message is stored as the wire carries it, so the SMTP client's dot-stuffing stream passes it on without
+// rewriting it, and the DKIM signer can hash the stored body's bytes (delivery/dkim-canon.ts). Not covered: an
+// attached message (message/rfc822, sent 7bit) keeps its own bytes; the data stream still rewrites those.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
