@@ -56,8 +56,8 @@ export function sendBodySchema(config: Config) {
     bcc: list(addressInput, 'Blind copy recipients, never shown in any header.').optional(),
     reply_to: addressInput.optional().describe('Reply-To address.'),
     subject: z.string().max(998).optional().describe('Subject (a Handlebars template). Required unless template_id is given.'),
-    html: z.string().optional().describe(`HTML body (a Handlebars template; values are HTML-escaped). ${templateBounds}`),
-    text: z.string().optional().describe(`Plain-text body (a Handlebars template; values are not escaped). At least one of html and text is required. ${templateBounds}`),
+    html: z.string().optional().describe(`HTML body (a Handlebars template; values are HTML-escaped). Line breaks are sent as CRLF. ${templateBounds}`),
+    text: z.string().optional().describe(`Plain-text body (a Handlebars template; values are not escaped). At least one of html and text is required. Line breaks are sent as CRLF. ${templateBounds}`),
     template_id: z.string().min(1).max(64).optional().describe('A stored template (tpl_…) giving subject, html and text; excludes those three fields.'),
     template_data: templateValues.optional()
       .describe(`Values for the templates of subject, html and text; each nested at most ${MAX_DATA_DEPTH} arrays or objects deep (422).`),

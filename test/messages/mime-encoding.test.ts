@@ -3,18 +3,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { composeMime, type MimeInput } from '../../src/messages/mime';
+import { mimeInput } from './mime-input';
 
-const base: MimeInput = {
-  from: { email: 'app@example.test', name: null, domain: 'example.test' },
-  to: [{ email: 'user@example.test', name: null, domain: 'example.test' }],
-  cc: [],
-  replyTo: [],
-  subject: 'Hello',
-  headers: [],
-  attachments: [],
-  messageId: 'msg_1@mta.example.test',
-  date: Date.UTC(2026, 0, 1),
-};
+const base = mimeInput;
 
 async function encodingOf(input: Partial<MimeInput>): Promise<{ body: string; head: string }> {
   const raw = (await composeMime({ ...base, ...input })).toString('latin1');

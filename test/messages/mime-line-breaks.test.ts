@@ -7,18 +7,9 @@ import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
 import DataStream from 'nodemailer/lib/smtp-connection/data-stream';
 import { composeMime, crlfLines, type MimeInput } from '../../src/messages/mime';
+import { mimeInput } from './mime-input';
 
-const base: MimeInput = {
-  from: { email: 'app@example.test', name: null, domain: 'example.test' },
-  to: [{ email: 'user@example.test', name: null, domain: 'example.test' }],
-  cc: [],
-  replyTo: [],
-  subject: 'Hello',
-  headers: [],
-  attachments: [],
-  messageId: 'msg_1@mta.example.test',
-  date: Date.UTC(2026, 0, 1),
-};
+const base = mimeInput;
 
 const BARE = /\r(?!\n)|(?<!\r)\n/;
 
