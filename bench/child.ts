@@ -11,6 +11,7 @@ export interface ServerStats {
   cpuMs: number;
   /** the shared writer's time in transactions so far (servers that run an app) */
   writerBusyMs?: number;
+  writerCommits?: number;
 }
 
 export interface BenchChild<Ready> {
@@ -64,11 +65,11 @@ export async function forkBenchServer<Ready>(script: string, args: string[], std
  * The server side of the same protocol: answers `stats` with this process's CPU time and peak RSS, and on `stop`
  * closes the app, runs `cleanup` (e.g. removes a temporary dataDir) and exits.
  */
-export function answerBenchParent(app: { close(): Promise<void>; deps?: { writer: { busyTimeMs: number } } }, cleanup: () => void = () => undefined): void {
+export function answerBenchParent(app: { close(): Promise<void>; deps?: { writer: { busyTimeMs: number; commitCount: number } } }, cleanup: () => void = () => undefined): void {
   process.on('message', async (msg: { type: string }) => {
     if (msg.type === 'stats') {
       const cpu = process.cpuUsage();
-      const stats: ServerStats = { maxRssKb: process.resourceUsage().maxRSS, cpuMs: (cpu.user + cpu.system) / 1000, writerBusyMs: app.deps?.writer.busyTimeMs };
+      const stats: ServerStats = { maxRssKb: process.resourceUsage().maxRSS, cpuMs: (cpu.user + cpu.system) / 1000, writerBusyMs: app.deps?.writer.busyTimeMs, writerCommits: app.deps?.writer.commitCount };
       process.send?.({ type: 'stats', ...stats });
     }
     if (msg.type === 'stop') {

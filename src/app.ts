@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import type { DestinationStream } from 'pino';
 import { Clock, systemClock } from './clock';
 import { Config, ConfigInput, parseConfig } from './config';
-import { Db, isPostgres, migrateLatest, openCheckpointConnection, openDatabase } from './db';
+import { Db, isPostgres, migrateLatest, openCheckpointConnection, openDatabase, walSyncOf } from './db';
 import { WalCheckpointer } from './db/checkpointer';
 import { loadWriteOrder, type WriteOrder } from './db/write-order';
 import { attachReader, openReader } from './db/reader';
@@ -58,7 +58,8 @@ export async function createApp(input: Config | ConfigInput = {}, options: AppOp
   const config = parseConfig(input);
   const clock = options.clock ?? systemClock;
   const log = createLogger(config.log.level, options.logStream);
-  const db = openDatabase(config, undefined, { autoCheckpoint: false }); // checkpoints run beside the writer (db/checkpointer.ts)
+  // checkpoints and the COMMIT's fsync run beside the writer (db/checkpointer.ts, db/wal-sync.ts)
+  const db = openDatabase(config, undefined, { autoCheckpoint: false, syncBeside: true });
   await migrateLatest(db);
   const writeOrder = isPostgres(db) ? undefined : await loadWriteOrder(db);
   const bootstrapKey = await bootstrapIfEmpty(db, clock.now());
@@ -145,6 +146,8 @@ const WAL_RESTART_FRAMES = 4096;
 function createWriter(db: Db, config: Config, metrics: Metrics, log: Logger, writeOrder: WriteOrder | undefined): Writer {
   const { groupCommit, groupCommitWindowMs, groupCommitMaxMessages } = config.messages;
   const onCheckpointError = (err: unknown) => log.warn({ err }, 'WAL checkpoint failed; the next one will try again');
+  const walSync = walSyncOf(db);
+  if (walSync) walSync.onFailure = (err) => log.fatal({ err }, 'fsync of the WAL failed: every write is refused until pigeon restarts');
   const weight = new Histogram({
     name: 'pigeon_writer_commit_weight', help: 'Work (messages) committed per writer transaction',
     buckets: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000], registers: [metrics.registry],
@@ -157,6 +160,7 @@ function createWriter(db: Db, config: Config, metrics: Metrics, log: Logger, wri
     }),
     onCheckpointError,
     writeOrder,
+    walSync,
   });
   new Counter({
     name: 'pigeon_writer_busy_seconds_total', help: 'Time the shared writer spent in transactions: near wall time, it is the limit',

@@ -10,8 +10,10 @@
  * file's first 64 MiB through a memory map; no automatic checkpoint inside a
  * commit (the server checkpoints on a connection of its own, off the commit
  * path: checkpointer.ts); and a WAL truncated back to 64 MiB after a checkpoint.
- * `synchronous = FULL` (the default) makes each commit survive power loss;
- * accepts and delivery outcomes share commits, so they share that guarantee.
+ * `synchronous = FULL` (the default) makes each commit survive power loss
+ * before anyone is told of it; accepts and delivery outcomes share commits, so
+ * they share that guarantee. The server keeps it with the WAL's fsync beside
+ * the writer rather than inside each COMMIT (wal-sync.ts).
  */
 import path from 'node:path';
 import knex, { Knex } from 'knex';
@@ -19,6 +21,7 @@ import type { Config } from '../config';
 import { ensurePrivateDir, ensurePrivateFile } from '../util/private-fs';
 import { postgresKnex, postgresUrl } from './postgres';
 import { cacheStatements, SqliteConnection } from './statement-cache';
+import { syncCommits, type SyncCalls, WalSync } from './wal-sync';
 
 export type Db = Knex;
 export type Tx = Knex.Transaction;
@@ -33,19 +36,38 @@ export function databaseFile(config: Config): string {
 
 /**
  * `autoCheckpoint: false` for the server's writer, whose checkpoints run beside it (checkpointer.ts); tools (the CLI)
- * keep SQLite's automatic one, since no timer runs for them.
+ * keep SQLite's automatic one, since no timer runs for them. `syncBeside` (the server) at `synchronous=FULL`: the
+ * connection runs at NORMAL and a WalSync keeps FULL's promise off the writer's path (wal-sync.ts); `syncCalls`
+ * replaces its file calls (tests hold or fail a sync).
  */
-export function openDatabase(config: Config, filename = databaseFile(config), options: { autoCheckpoint?: boolean } = {}): Db {
+export function openDatabase(config: Config, filename = databaseFile(config), options: OpenOptions = {}): Db {
   if (config.database.client === 'postgres') return postgresKnex(postgresUrl(config), config.database.poolSize, MIGRATIONS_DIR);
   const autoCheckpoint = options.autoCheckpoint ?? true;
   // 0700 directory, 0600 database (and so -wal/-shm), whatever the umask.
   ensurePrivateDir(path.dirname(filename));
   ensurePrivateFile(filename);
   const { synchronous, busyTimeoutMs } = config.database;
-  return sqliteKnex(filename, 1,
+  const walSync = options.syncBeside && synchronous === 'FULL' ? new WalSync(`${filename}-wal`, options.syncCalls) : undefined;
+  const db = sqliteKnex(filename, 1,
     `PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = ${busyTimeoutMs};` +
-    ` PRAGMA synchronous = ${synchronous}; ${cachePragmas(WRITER_CACHE_MIB)} PRAGMA journal_size_limit = 67108864;` +
-    ` PRAGMA wal_autocheckpoint = ${autoCheckpoint ? 1000 : 0};`);
+    ` PRAGMA synchronous = ${walSync ? 'NORMAL' : synchronous}; ${cachePragmas(WRITER_CACHE_MIB)} PRAGMA journal_size_limit = 67108864;` +
+    ` PRAGMA wal_autocheckpoint = ${autoCheckpoint ? 1000 : 0};`,
+    walSync && ((conn) => syncCommits(conn, walSync)));
+  if (walSync) walSyncs.set(db, walSync);
+  return db;
+}
+
+interface OpenOptions {
+  autoCheckpoint?: boolean;
+  syncBeside?: boolean;
+  syncCalls?: SyncCalls;
+}
+
+const walSyncs = new WeakMap<Db, WalSync>();
+
+/** The WalSync of the server's writer handle (openDatabase's `syncBeside`); undefined otherwise. */
+export function walSyncOf(db: Db): WalSync | undefined {
+  return walSyncs.get(db);
 }
 
 /**
@@ -74,10 +96,10 @@ export function cachePragmas(mib: number): string {
 }
 
 /**
- * A knex instance on `filename` with up to `connections` connections, each set up by `pragmas` and reusing its
- * prepared statements (statement-cache.ts).
+ * A knex instance on `filename` with up to `connections` connections, each set up by `pragmas`, reusing its
+ * prepared statements (statement-cache.ts) and then wrapped by `wrap`.
  */
-export function sqliteKnex(filename: string, connections: number, pragmas: string): Db {
+export function sqliteKnex(filename: string, connections: number, pragmas: string, wrap?: (conn: SqliteConnection) => void): Db {
   return knex({
     client: 'sqlite3',
     connection: { filename },
@@ -87,6 +109,7 @@ export function sqliteKnex(filename: string, connections: number, pragmas: strin
       max: connections,
       afterCreate(conn: SqliteConnection & { exec(sql: string, cb: (err: Error | null) => void): void }, done: (err: Error | null, conn: unknown) => void) {
         cacheStatements(conn);
+        wrap?.(conn);
         conn.exec(pragmas, (err) => done(err, conn));
       },
     },

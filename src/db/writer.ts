@@ -15,34 +15,17 @@
  */
 import type { Db, Tx } from './index';
 import { attachBuffer, WriteBuffer } from './buffer';
+import { runGroup, type Pending, type Work, type BatchKind } from './group';
 import type { CheckpointTurns } from './checkpointer';
 import type { WriteOrder } from './write-order';
+import type { WalSync } from './wal-sync';
 
-export type Work<T> = (trx: Tx) => Promise<T>;
+export type { BatchKind, Work } from './group';
 
-/**
- * Work that goes better many at once: every item of one kind queued for a
- * transaction reaches `run` together (after the plain work of that
- * transaction), so n outcomes can be one UPDATE instead of n. `run` answers
- * each item in order.
- */
-export interface BatchKind<I, R> {
-  readonly name: string;
-  /**
-   * How long an idle writer that holds only items of batch kinds waits for more before it starts (the
-   * longest of their gatherMs); plain work arriving meanwhile starts it at once. For items no client waits
-   * on (delivery outcomes): each commit then carries more of them, and every commit saved is an fsync.
-   */
-  readonly gatherMs?: number;
-  run(trx: Tx, items: I[]): Promise<R[]>;
-}
-
-interface Pending {
-  work?: Work<unknown>;
-  batch?: { kind: BatchKind<unknown, unknown>; item: unknown };
-  weight: number;
-  resolve(value: unknown): void;
-  reject(err: unknown): void;
+/** A scheduled start waiting for the running sync to end, then for batch items to gather (timer). */
+interface Gathering {
+  timer?: NodeJS.Timeout;
+  afterSync(): void;
 }
 
 export interface WriterOptions {
@@ -68,6 +51,11 @@ export interface WriterOptions {
   counterFlushMs?: number;
   /** SQLite: the schema's foreign keys, so the kept writes of a transaction go out in waves (write-order.ts) */
   writeOrder?: WriteOrder;
+  /**
+   * SQLite at FULL: the connection commits at NORMAL and each group's callers are answered after this syncs the
+   * WAL, while the next group already runs (wal-sync.ts). None: the COMMIT itself made the group durable.
+   */
+  walSync?: WalSync;
 }
 
 const handles = new WeakMap<Tx, Db>();
@@ -84,12 +72,15 @@ export function writerHandleOf(trx: Tx): Db | undefined {
 export class Writer {
   private queue: Pending[] = [];
   private scheduled = false;
-  /** the start scheduled waits for batch items to gather (gatherMs): plain work moves it up */
-  private gathering?: NodeJS.Timeout;
+  /** the start scheduled waits for the WAL's sync, then for batch items to gather (gatherMs): plain work moves it up */
+  private gathering?: Gathering;
   private running = false;
   private idle: Array<() => void> = [];
+  /** committed groups whose callers wait for the WAL's sync (walSync) */
+  private syncing = 0;
   private closed = false;
   private busyMs = 0;
+  private commits = 0;
   /** counter additions of committed transactions not written yet (counterFlushMs) */
   private counters = new WriteBuffer();
   private counterTimer?: NodeJS.Timeout;
@@ -151,22 +142,39 @@ export class Writer {
     this.counterTimer.unref();
   }
 
+  /** Transactions committed so far (the bench divides the messages by it). */
+  get commitCount(): number {
+    return this.commits;
+  }
+
   /** Time spent in transactions (and the writer's checkpoints) so far: near the wall time, the writer is the limit. */
   get busyTimeMs(): number {
     return this.busyMs;
   }
 
-  /** Resolves when nothing is queued or being written (tests, shutdown). */
+  /** Resolves when nothing is queued, being written or waiting for its sync (tests, shutdown). */
   drained(): Promise<void> {
-    if (!this.running && !this.scheduled && this.queue.length === 0) return Promise.resolve();
+    if (this.isIdle()) return Promise.resolve();
     return new Promise((resolve) => this.idle.push(resolve));
   }
 
-  /** Schedules a start of the idle writer, after `gatherMs` when no plain work waits (see BatchKind). */
+  private isIdle(): boolean {
+    return !this.running && !this.scheduled && this.queue.length === 0 && this.syncing === 0;
+  }
+
+  private settleIdle(): void {
+    if (this.isIdle()) for (const resolve of this.idle.splice(0)) resolve();
+  }
+
+  /**
+   * Schedules a start of the idle writer, after `gatherMs` when no plain work waits (see BatchKind). With the
+   * WAL synced beside the writer, those `gatherMs` count from the end of the running sync: items no client
+   * waits on then gather as long as they did when the COMMIT itself synced.
+   */
   private kick(gatherMs: number): void {
     if (this.running) return; // the running turn takes what is queued next
     if (this.scheduled && !(this.gathering && gatherMs === 0)) return;
-    clearTimeout(this.gathering);
+    clearTimeout(this.gathering?.timer);
     this.gathering = undefined;
     this.scheduled = true;
     const start = () => {
@@ -176,8 +184,16 @@ export class Writer {
     };
     const wait = Math.max(this.options.windowMs, gatherMs);
     if (wait === 0) setImmediate(start);
-    else if (gatherMs > 0) this.gathering = setTimeout(start, wait);
-    else setTimeout(start, wait);
+    else if (gatherMs > 0) {
+      const gathering: Gathering = { afterSync: () => (gathering.timer = setTimeout(start, wait)) };
+      this.gathering = gathering;
+      if (this.syncing === 0) gathering.afterSync();
+    } else setTimeout(start, wait);
+  }
+
+  /** A sync ended: a gathering that waited for it (kick) starts its time now. */
+  private startAfterSync(): void {
+    if (this.syncing === 0 && this.gathering && !this.gathering.timer) this.gathering.afterSync();
   }
 
   /**
@@ -200,7 +216,7 @@ export class Writer {
     } finally {
       this.running = false;
       if (this.queue.length) this.kick(gatherMs);
-      else for (const resolve of this.idle.splice(0)) resolve();
+      else this.settleIdle();
     }
   }
 
@@ -250,6 +266,7 @@ export class Writer {
         handles.set(trx, this.db);
         const out = await runGroup(trx, group);
         await buffer.flush(trx, !deferCounters);
+        this.options.walSync?.claimNextCommit(); // answered below, after the sync
         return out;
       });
       if (deferCounters && buffer?.hasCounters) {
@@ -263,27 +280,22 @@ export class Writer {
       await this.commit(group.slice(half));
       return;
     }
+    this.commits++;
     this.options.onCommit?.(group.length, group.reduce((s, p) => s + p.weight, 0));
+    if (this.options.walSync) return this.answerWhenSynced(this.options.walSync, group, results);
     group.forEach((p, i) => p.resolve(results[i]));
   }
-}
 
-/** Plain work in the order it came, then each batch kind once with all its items; answers in the group's order. */
-async function runGroup(trx: Tx, group: Pending[]): Promise<unknown[]> {
-  const out: unknown[] = new Array(group.length);
-  const batches = new Map<BatchKind<unknown, unknown>, number[]>();
-  for (let i = 0; i < group.length; i++) {
-    const { work, batch } = group[i];
-    if (work) out[i] = await work(trx);
-    else if (batch) {
-      const list = batches.get(batch.kind);
-      if (list) list.push(i);
-      else batches.set(batch.kind, [i]);
-    }
+  /** Answers a committed group once the WAL is synced; the writer does not wait (see WriterOptions.walSync). */
+  private answerWhenSynced(walSync: WalSync, group: Pending[], results: unknown[]): void {
+    this.syncing++;
+    walSync.sync().then(
+      () => group.forEach((p, i) => p.resolve(results[i])),
+      (err: unknown) => group.forEach((p) => p.reject(err)),
+    ).finally(() => {
+      this.syncing--;
+      this.startAfterSync();
+      this.settleIdle();
+    });
   }
-  for (const [kind, indexes] of batches) {
-    const answers = await kind.run(trx, indexes.map((i) => group[i].batch!.item));
-    indexes.forEach((i, j) => (out[i] = answers[j]));
-  }
-  return out;
 }

@@ -1,0 +1,192 @@
+/**
+ * The COMMIT's fsync beside the writer (SQLite, `database.synchronous=FULL`).
+ *
+ * At FULL, SQLite fsyncs the WAL inside every COMMIT, and the one writer
+ * (writer.ts) cannot start its next transaction until that returns: 1.5 ms on
+ * a quiet disk, up to 15 ms on a busy one, plus the trip back through the
+ * event loop. The server's writer connection therefore runs at NORMAL (SQLite
+ * writes the WAL frames of a commit but does not sync them) and this module
+ * keeps FULL's promise itself: no caller hears of a commit until an
+ * fdatasync of the WAL file that began after that commit has returned. The
+ * kernel syncs a file's dirty pages whichever descriptor asks, so our own
+ * descriptor of the `-wal` file covers the frames SQLite wrote through its.
+ *
+ * The writer claims its own COMMITs (`claimNextCommit`) and answers its
+ * callers after `sync()` while its next transaction already runs: many
+ * commits share one fdatasync, and none waits for it. Every other commit on
+ * the connection (routes and workers that write directly, migrations) is held
+ * back by `syncCommits` until a sync covers it, so a `201` means "on disk"
+ * exactly as before.
+ *
+ * What changes: other connections (the reader, the MTA's reads) may see a
+ * commit a few milliseconds before it is on disk. After a power loss such a
+ * commit can be gone although its message was already delivered; its client
+ * had no answer and sends again, a duplicate that at-least-once allows. SQLite
+ * keeps the file consistent at NORMAL; checkpoints still sync the WAL before
+ * they copy it and the database file before the WAL starts over.
+ *
+ * A failed fdatasync is final: Linux may mark the pages clean anyway, so a
+ * later sync that succeeds proves nothing. Every later sync fails with the
+ * same error, and every write is refused, until the process restarts (and
+ * SQLite recovers from the WAL that is really on disk).
+ */
+import fs from 'node:fs';
+
+type Callback = (this: unknown, err: Error | null, rows?: unknown) => void;
+
+/** The parts of a sqlite3 connection `syncCommits` wraps (after statement-cache.ts has). */
+export interface CommittingConnection {
+  all(sql: string, params: unknown, cb: Callback): unknown;
+  run(sql: string, params: unknown, cb: Callback): unknown;
+  close(cb?: (err: Error | null) => void): unknown;
+}
+
+/** The file calls a WalSync makes (tests hold or fail a sync through these). */
+export interface SyncCalls {
+  open(file: string): Promise<number>;
+  fdatasync(fd: number): Promise<void>;
+  /** Links to the open file: 0 once SQLite deleted the WAL (the last connection closed) */
+  links(fd: number): Promise<number>;
+  close(fd: number): Promise<void>;
+}
+
+/** The real calls, on the file system. */
+export const walFileCalls: SyncCalls = {
+  open: (file) => promised<number>((cb) => fs.open(file, 'r', cb)),
+  fdatasync: (fd) => promised<void>((cb) => fs.fdatasync(fd, cb)),
+  links: (fd) => promised<fs.Stats>((cb) => fs.fstat(fd, cb)).then((s) => s.nlink),
+  close: (fd) => promised<void>((cb) => fs.close(fd, cb)),
+};
+
+export class WalSync {
+  private fd?: number;
+  private running?: Promise<void>;
+  /** the sync that starts when the running one ends: callers that came meanwhile share it */
+  private queued?: Promise<void>;
+  private failed?: Error;
+  private claimed = false;
+  /** Told once, when a sync fails (the app logs it). */
+  onFailure?: (err: Error) => void;
+
+  constructor(
+    private readonly walFile: string,
+    private readonly calls: SyncCalls = walFileCalls,
+  ) {}
+
+  /** Resolves once an fdatasync of the WAL that began after this call has returned. */
+  sync(): Promise<void> {
+    if (this.failed) return Promise.reject(this.failed);
+    if (!this.running) {
+      this.running = this.syncNow().finally(() => (this.running = undefined));
+      return this.running;
+    }
+    this.queued ??= this.running.catch(() => {}).then(() => {
+      this.queued = undefined;
+      return this.sync();
+    });
+    return this.queued;
+  }
+
+  /** The next COMMIT on the connection is the writer's, which answers its callers after `sync()` itself. */
+  claimNextCommit(): void {
+    this.claimed = true;
+  }
+
+  /** Whether the COMMIT that just ended was claimed (the claim is used up either way). */
+  takeClaim(): boolean {
+    const claimed = this.claimed;
+    this.claimed = false;
+    return claimed;
+  }
+
+  /** Refuses work once a sync has failed (see the module comment). */
+  get failure(): Error | undefined {
+    return this.failed;
+  }
+
+  /** The connection closed: the descriptor goes (a later connection opens it again). */
+  async close(): Promise<void> {
+    await this.running?.catch(() => {});
+    const fd = this.fd;
+    this.fd = undefined;
+    if (fd !== undefined) await this.calls.close(fd).catch(() => {});
+  }
+
+  private async syncNow(): Promise<void> {
+    try {
+      if (this.fd === undefined) this.fd = await this.openWal();
+      if (this.fd === undefined) return; // no WAL: every commit is in the database file, synced by its checkpoint
+      const [, links] = await Promise.all([this.calls.fdatasync(this.fd), this.calls.links(this.fd)]);
+      if (links > 0) return;
+      // SQLite deleted that WAL (every connection closed once) and may write a new one: sync that file instead.
+      await this.calls.close(this.fd).catch(() => {});
+      this.fd = await this.openWal();
+      if (this.fd !== undefined) await this.calls.fdatasync(this.fd);
+    } catch (err) {
+      this.failed = err instanceof Error ? err : new Error(String(err));
+      this.onFailure?.(this.failed);
+      throw this.failed;
+    }
+  }
+
+  private async openWal(): Promise<number | undefined> {
+    try {
+      return await this.calls.open(this.walFile);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw err;
+    }
+  }
+}
+
+/** What a statement does to the connection's transaction, read from its text (knex sends BEGIN; and COMMIT;). */
+type Effect = 'begin' | 'commit' | 'rollback' | 'inside' | 'read' | 'write';
+
+function effectOf(sql: string, inTransaction: boolean): Effect {
+  if (/^\s*begin\b/i.test(sql)) return 'begin';
+  if (/^\s*(commit|end)\b/i.test(sql)) return 'commit';
+  if (/^\s*rollback\b(?!\s+to\b)/i.test(sql)) return 'rollback';
+  if (inTransaction) return 'inside';
+  // A statement outside a transaction commits on its own, unless it only reads. A checkpoint syncs what it copies.
+  return /^\s*(select\b|pragma\s+wal_checkpoint\b)/i.test(sql) ? 'read' : 'write';
+}
+
+/**
+ * Holds each commit's callback on `conn` until `walSync` has synced it: an explicit COMMIT (unless the writer
+ * claimed it) and every statement that commits on its own. A failed sync answers with its error instead.
+ */
+export function syncCommits(conn: CommittingConnection, walSync: WalSync): void {
+  let inTransaction = false;
+  const wrap = (method: 'all' | 'run') => {
+    const plain = conn[method].bind(conn);
+    return (sql: string, params: unknown, cb: Callback) => {
+      if (typeof cb !== 'function') return plain(sql, params, cb);
+      const effect = effectOf(sql, inTransaction);
+      const failure = effect === 'begin' || effect === 'write' ? walSync.failure : undefined;
+      if (failure) return process.nextTick(() => cb.call(undefined, failure));
+      return plain(sql, params, function (this: unknown, err, rows) {
+        if (effect === 'begin' && !err) inTransaction = true;
+        if (effect === 'rollback') {
+          inTransaction = false;
+          walSync.takeClaim(); // a claim is for the transaction it was made in only
+        }
+        let mustSync = effect === 'write' && !err;
+        if (effect === 'commit') {
+          const claimed = walSync.takeClaim();
+          if (!err) inTransaction = false;
+          mustSync = !err && !claimed;
+        }
+        if (!mustSync) return cb.call(this, err, rows);
+        walSync.sync().then(() => cb.call(this, null, rows), (syncErr: Error) => cb.call(this, syncErr));
+      });
+    };
+  };
+  conn.all = wrap('all');
+  conn.run = wrap('run');
+  const close = conn.close.bind(conn);
+  conn.close = (cb?: (err: Error | null) => void) => close((err) => void walSync.close().then(() => cb?.(err)));
+}
+
+function promised<T>(start: (cb: (err: NodeJS.ErrnoException | null, value: T) => void) => void): Promise<T> {
+  return new Promise<T>((resolve, reject) => start((err, value) => (err ? reject(err) : resolve(value))));
+}

@@ -1,0 +1,225 @@
+// The COMMIT's fsync beside the writer (src/db/wal-sync.ts): the server's writer connection commits at NORMAL,
+// and no one hears of a commit before an fdatasync of the WAL that began after it has returned. The syncs here
+// are the real ones on the real -wal file, held or failed on purpose through the file calls.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseConfig, type Config } from '../../src/config';
+import { openDatabase, walSyncOf, type Db } from '../../src/db';
+import { insertRows } from '../../src/db/buffer';
+import { walFileCalls, WalSync, type SyncCalls } from '../../src/db/wal-sync';
+import { Writer } from '../../src/db/writer';
+import { eventually } from '../support/wait';
+
+/** Real file calls that log what they do, and whose fdatasync can be held at its start or made to fail once. */
+function controlledCalls() {
+  const log: string[] = [];
+  let held: Array<() => void> | undefined;
+  let failure: Error | undefined;
+  const calls: SyncCalls = {
+    open: (file) => (log.push('open'), walFileCalls.open(file)),
+    async fdatasync(fd) {
+      log.push('fdatasync');
+      if (held) await new Promise<void>((resolve) => held!.push(resolve));
+      if (failure) {
+        const err = failure;
+        failure = undefined; // the disk answers again: a later success must prove nothing
+        throw err;
+      }
+      return walFileCalls.fdatasync(fd);
+    },
+    links: (fd) => walFileCalls.links(fd),
+    close: (fd) => walFileCalls.close(fd),
+  };
+  return {
+    calls,
+    log,
+    syncs: () => log.filter((c) => c === 'fdatasync').length,
+    hold: () => void (held = []),
+    release: () => {
+      const waiting = held ?? [];
+      held = undefined;
+      waiting.forEach((resolve) => resolve());
+    },
+    fail: (err: Error) => void (failure = err),
+  };
+}
+
+/** A promise and whether it has settled yet (a knex query runs once per then: it is made a promise first). */
+function track<T>(query: PromiseLike<T>) {
+  const promise = Promise.resolve(query);
+  const state = { settled: false, promise };
+  promise.then(() => (state.settled = true), () => (state.settled = true));
+  return state;
+}
+
+const pause = (ms = 30) => new Promise((resolve) => setTimeout(resolve, ms));
+const waitFor = (done: () => boolean | Promise<boolean>) => eventually(async () => done(), 5000, 'the awaited state');
+
+describe('the WAL synced beside the writer', () => {
+  let dir: string;
+  let config: Config;
+  let sync: ReturnType<typeof controlledCalls>;
+  let db: Db;
+  let reader: Db;
+
+  before(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pigeon-walsync-'));
+    config = parseConfig({ dataDir: dir });
+    sync = controlledCalls();
+    db = openDatabase(config, undefined, { syncBeside: true, syncCalls: sync.calls });
+    reader = openDatabase(config);
+    await db.schema.createTable('items', (t) => t.string('id').primary());
+  });
+  after(async () => {
+    sync.release();
+    await db.destroy();
+    await reader.destroy();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  const visible = async (id: string) => Boolean(await reader('items').where({ id }).first());
+
+  it('runs the server\'s writer connection at NORMAL; any other handle keeps the configured FULL', async () => {
+    assert.equal((await db.raw('PRAGMA synchronous'))[0].synchronous, 1);
+    assert.equal((await reader.raw('PRAGMA synchronous'))[0].synchronous, 2);
+    assert.ok(walSyncOf(db));
+    assert.equal(walSyncOf(reader), undefined);
+    const normal = openDatabase(parseConfig({ dataDir: dir, database: { synchronous: 'NORMAL' } }), undefined, { syncBeside: true });
+    try {
+      assert.equal(walSyncOf(normal), undefined, 'NORMAL asked for: nothing to keep');
+    } finally {
+      await normal.destroy();
+    }
+  });
+
+  it('a write outside a transaction is answered only once a sync begun after its commit returns', async () => {
+    sync.hold();
+    const syncsBefore = sync.syncs();
+    const write = track(db('items').insert({ id: 'direct' }));
+    await waitFor(() => sync.syncs() > syncsBefore);
+    assert.ok(await visible('direct'), 'committed');
+    await pause();
+    assert.equal(write.settled, false, 'no answer before the sync returned');
+    sync.release();
+    await write.promise;
+  });
+
+  it('an explicit transaction\'s COMMIT is held the same way; reads and checkpoints are not', async () => {
+    sync.hold();
+    const syncsBefore = sync.syncs();
+    const trx = track(db.transaction((t) => t('items').insert({ id: 'in-trx' })));
+    await waitFor(() => sync.syncs() > syncsBefore);
+    await pause();
+    assert.equal(trx.settled, false);
+    sync.release();
+    await trx.promise;
+
+    sync.hold();
+    const syncsNow = sync.syncs();
+    assert.equal((await db('items').where({ id: 'in-trx' })).length, 1);
+    await db.raw('PRAGMA wal_checkpoint(PASSIVE)');
+    assert.equal(sync.syncs(), syncsNow, 'a read asks for no sync');
+    sync.release();
+  });
+
+  it('a sync already running when a commit ends does not answer it: the callers meanwhile share the next one', async () => {
+    const walSync = new WalSync(path.join(dir, 'pigeon.sqlite-wal'), sync.calls);
+    sync.hold();
+    const syncsBefore = sync.syncs();
+    const first = track(walSync.sync());
+    await waitFor(() => sync.syncs() === syncsBefore + 1);
+    const later = [track(walSync.sync()), track(walSync.sync()), track(walSync.sync())];
+    sync.release();
+    await first.promise;
+    sync.hold();
+    await waitFor(() => sync.syncs() === syncsBefore + 2);
+    await pause();
+    assert.deepEqual(later.map((l) => l.settled), [false, false, false], 'they wait for a sync of their own');
+    sync.release();
+    await Promise.all(later.map((l) => l.promise));
+    assert.equal(sync.syncs(), syncsBefore + 2, 'one more sync for all three');
+    await walSync.close();
+  });
+
+  it('the writer answers a group after its sync and commits the next group meanwhile', async () => {
+    const writer = new Writer(db, { maxWeight: 100, windowMs: 0, walSync: walSyncOf(db) });
+    sync.hold();
+    const first = track(writer.run((trx) => insertRows(trx, 'items', [{ id: 'group-1' }])));
+    await waitFor(() => visible('group-1'));
+    const second = track(writer.run((trx) => insertRows(trx, 'items', [{ id: 'group-2' }])));
+    await waitFor(() => visible('group-2'));
+    await pause();
+    assert.deepEqual([first.settled, second.settled], [false, false], 'committed, not answered: the first sync is held');
+    const drained = track(writer.drained());
+    await pause();
+    assert.equal(drained.settled, false, 'drained waits for the syncs too');
+    sync.release();
+    await Promise.all([first.promise, second.promise, drained.promise]);
+  });
+
+  it('a claim is used up by its own transaction, even one rolled back: the next commit is held', async () => {
+    walSyncOf(db)!.claimNextCommit();
+    await assert.rejects(db.transaction(async (trx) => {
+      await trx('items').insert({ id: 'rolled-back' });
+      throw new Error('work failed');
+    }), /work failed/);
+    sync.hold();
+    const syncsBefore = sync.syncs();
+    const write = track(db.transaction((trx) => trx('items').insert({ id: 'after-rollback' })));
+    await waitFor(() => sync.syncs() > syncsBefore);
+    await pause();
+    assert.equal(write.settled, false);
+    sync.release();
+    await write.promise;
+    assert.equal(await visible('rolled-back'), false);
+  });
+
+  it('a WAL that SQLite deleted and wrote anew is opened again; no WAL needs no sync', async () => {
+    const file = path.join(dir, 'other.sqlite-wal');
+    fs.writeFileSync(file, 'frames');
+    const log = controlledCalls();
+    const walSync = new WalSync(file, log.calls);
+    await walSync.sync();
+    fs.unlinkSync(file);
+    fs.writeFileSync(file, 'new frames');
+    await walSync.sync();
+    await walSync.sync();
+    assert.deepEqual(log.log, ['open', 'fdatasync', 'fdatasync', 'open', 'fdatasync', 'fdatasync']);
+    await walSync.close();
+
+    const none = controlledCalls();
+    await new WalSync(path.join(dir, 'missing.sqlite-wal'), none.calls).sync();
+    assert.deepEqual(none.log, ['open']);
+  });
+});
+
+describe('a failed sync of the WAL', () => {
+  it('fails the callers it owed and every write after it; reads go on', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pigeon-walsync-fail-'));
+    const sync = controlledCalls();
+    const db = openDatabase(parseConfig({ dataDir: dir }), undefined, { syncBeside: true, syncCalls: sync.calls });
+    const failures: Error[] = [];
+    try {
+      await db.schema.createTable('items', (t) => t.string('id').primary());
+      walSyncOf(db)!.onFailure = (err) => failures.push(err);
+      const writer = new Writer(db, { maxWeight: 100, windowMs: 0, walSync: walSyncOf(db) });
+      sync.fail(Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' }));
+      await assert.rejects(writer.run((trx) => insertRows(trx, 'items', [{ id: 'owed' }])), /EIO/);
+      assert.equal(failures.length, 1);
+      const syncs = sync.syncs();
+      await assert.rejects(db('items').insert({ id: 'direct' }), /EIO/);
+      await assert.rejects(db.transaction((trx) => trx('items').insert({ id: 'in-trx' })), /EIO/);
+      await assert.rejects(writer.run((trx) => insertRows(trx, 'items', [{ id: 'next' }])), /EIO/);
+      assert.equal(sync.syncs(), syncs, 'refused before any sync: a later success would prove nothing');
+      assert.deepEqual((await db('items').select('id')).map((r: { id: string }) => r.id), ['owed'], 'committed, never acknowledged');
+      await assert.rejects(walSyncOf(db)!.sync(), /EIO/);
+      assert.equal(sync.syncs(), syncs, 'the sync itself refuses too');
+    } finally {
+      await db.destroy();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
