@@ -15,6 +15,7 @@
  * they share that guarantee. The server keeps it with the WAL's fsync beside
  * the writer rather than inside each COMMIT (wal-sync.ts).
  */
+import fs from 'node:fs';
 import path from 'node:path';
 import knex, { Knex } from 'knex';
 import type { Config } from '../config';
@@ -47,7 +48,8 @@ export function openDatabase(config: Config, filename = databaseFile(config), op
   ensurePrivateDir(path.dirname(filename));
   ensurePrivateFile(filename);
   const { synchronous, busyTimeoutMs } = config.database;
-  const walSync = options.syncBeside && synchronous === 'FULL' ? new WalSync(`${filename}-wal`, options.syncCalls) : undefined;
+  // SQLite follows a symbolic link to the database and keeps the WAL beside the file it found: so does the sync.
+  const walSync = options.syncBeside && synchronous === 'FULL' ? new WalSync(`${fs.realpathSync(filename)}-wal`, options.syncCalls) : undefined;
   const db = sqliteKnex(filename, 1,
     `PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = ${busyTimeoutMs};` +
     ` PRAGMA synchronous = ${walSync ? 'NORMAL' : synchronous}; ${cachePragmas(WRITER_CACHE_MIB)} PRAGMA journal_size_limit = 67108864;` +

@@ -27,8 +27,10 @@
  *
  * A failed fdatasync is final: Linux may mark the pages clean anyway, so a
  * later sync that succeeds proves nothing. Every later sync fails with the
- * same error, and every write is refused, until the process restarts (and
- * SQLite recovers from the WAL that is really on disk).
+ * same error, and every write on the connection is refused, until the process
+ * restarts (and SQLite recovers from the WAL that is really on disk). A failed
+ * open or fstat of the WAL proves nothing lost: it fails the callers of that
+ * sync only, and the next sync tries again.
  */
 import fs from 'node:fs';
 
@@ -65,9 +67,12 @@ export class WalSync {
   private queued?: Promise<void>;
   private failed?: Error;
   private claimed = false;
-  /** Told once, when a sync fails (the app logs it). */
+  /** the connection whose commits this syncs is open (syncCommits attached it, it has not closed) */
+  private connected = true;
+  /** Told once, when an fdatasync fails (the app logs it). */
   onFailure?: (err: Error) => void;
 
+  /** `walFile`: the WAL of the database file as SQLite resolved it (symbolic links followed, see openDatabase). */
   constructor(
     private readonly walFile: string,
     private readonly calls: SyncCalls = walFileCalls,
@@ -99,43 +104,71 @@ export class WalSync {
     return claimed;
   }
 
-  /** Refuses work once a sync has failed (see the module comment). */
+  /** Refuses work once an fdatasync has failed (see the module comment). */
   get failure(): Error | undefined {
     return this.failed;
   }
 
-  /** The connection closed: the descriptor goes (a later connection opens it again). */
+  /** A connection opened on the database (the pool made one): its commits are synced from now on. */
+  attach(): void {
+    this.connected = true;
+  }
+
+  /**
+   * The connection is closing: the syncs under way end, then the descriptor goes. Closing the last connection
+   * checkpoints the WAL into the database file, syncs it and deletes the WAL, so a missing WAL is no error now.
+   */
   async close(): Promise<void> {
-    await this.running?.catch(() => {});
-    const fd = this.fd;
-    this.fd = undefined;
-    if (fd !== undefined) await this.calls.close(fd).catch(() => {});
+    this.connected = false;
+    while (this.running || this.queued) await (this.queued ?? this.running)!.catch(() => {});
+    await this.dropFd();
   }
 
   private async syncNow(): Promise<void> {
     try {
-      if (this.fd === undefined) this.fd = await this.openWal();
-      if (this.fd === undefined) return; // no WAL: every commit is in the database file, synced by its checkpoint
-      const [, links] = await Promise.all([this.calls.fdatasync(this.fd), this.calls.links(this.fd)]);
+      const fd = await this.walFd();
+      if (fd === undefined) return; // closed, and no WAL: every commit is in the database file, synced at the close
+      const [, links] = await Promise.all([this.fdatasync(fd), this.calls.links(fd)]);
       if (links > 0) return;
       // SQLite deleted that WAL (every connection closed once) and may write a new one: sync that file instead.
-      await this.calls.close(this.fd).catch(() => {});
-      this.fd = await this.openWal();
-      if (this.fd !== undefined) await this.calls.fdatasync(this.fd);
+      await this.dropFd();
+      const again = await this.walFd();
+      if (again !== undefined) await this.fdatasync(again);
+    } finally {
+      if (!this.connected && !this.queued) await this.dropFd(); // a sync after the close keeps no descriptor
+    }
+  }
+
+  /** Only a failed fdatasync is final; a failed open or fstat fails this sync's callers alone. */
+  private async fdatasync(fd: number): Promise<void> {
+    try {
+      await this.calls.fdatasync(fd);
     } catch (err) {
-      this.failed = err instanceof Error ? err : new Error(String(err));
-      this.onFailure?.(this.failed);
+      if (!this.failed) {
+        this.failed = err instanceof Error ? err : new Error(String(err));
+        this.onFailure?.(this.failed);
+      }
       throw this.failed;
     }
   }
 
-  private async openWal(): Promise<number | undefined> {
+  private async walFd(): Promise<number | undefined> {
+    if (this.fd !== undefined) return this.fd;
     try {
-      return await this.calls.open(this.walFile);
+      this.fd = await this.calls.open(this.walFile);
+      return this.fd;
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-      throw err;
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      if (!this.connected) return undefined;
+      // A commit was made on an open connection, so its WAL exists: SQLite writes it somewhere else.
+      throw new Error(`the WAL ${this.walFile} is missing while its connection is open: the commit is not known to be on disk`);
     }
+  }
+
+  private async dropFd(): Promise<void> {
+    const fd = this.fd;
+    this.fd = undefined;
+    if (fd !== undefined) await this.calls.close(fd).catch(() => {});
   }
 }
 
@@ -166,21 +199,18 @@ export function syncCommits(conn: CommittingConnection, walSync: WalSync): void 
       if (failure) return process.nextTick(() => cb.call(undefined, failure));
       return plain(sql, params, function (this: unknown, err, rows) {
         if (effect === 'begin' && !err) inTransaction = true;
-        if (effect === 'rollback') {
-          inTransaction = false;
-          walSync.takeClaim(); // a claim is for the transaction it was made in only
-        }
+        // A failed COMMIT mostly rolls back by itself (SQLite does for all but SQLITE_BUSY); when the transaction
+        // did stay open, the statements after it are taken for writes of their own and synced, which is safe.
+        if (effect === 'rollback' || effect === 'commit') inTransaction = false;
+        if (effect === 'rollback') walSync.takeClaim(); // a claim is for the transaction it was made in only
         let mustSync = effect === 'write' && !err;
-        if (effect === 'commit') {
-          const claimed = walSync.takeClaim();
-          if (!err) inTransaction = false;
-          mustSync = !err && !claimed;
-        }
+        if (effect === 'commit') mustSync = !walSync.takeClaim() && !err;
         if (!mustSync) return cb.call(this, err, rows);
         walSync.sync().then(() => cb.call(this, null, rows), (syncErr: Error) => cb.call(this, syncErr));
       });
     };
   };
+  walSync.attach();
   conn.all = wrap('all');
   conn.run = wrap('run');
   const close = conn.close.bind(conn);

@@ -16,10 +16,12 @@ import { eventually } from '../support/wait';
 /** Real file calls that log what they do, and whose fdatasync can be held at its start or made to fail once. */
 function controlledCalls() {
   const log: string[] = [];
+  const opened: string[] = [];
   let held: Array<() => void> | undefined;
   let failure: Error | undefined;
+  let linksFailure: Error | undefined;
   const calls: SyncCalls = {
-    open: (file) => (log.push('open'), walFileCalls.open(file)),
+    open: (file) => (log.push('open'), opened.push(file), walFileCalls.open(file)),
     async fdatasync(fd) {
       log.push('fdatasync');
       if (held) await new Promise<void>((resolve) => held!.push(resolve));
@@ -30,12 +32,18 @@ function controlledCalls() {
       }
       return walFileCalls.fdatasync(fd);
     },
-    links: (fd) => walFileCalls.links(fd),
-    close: (fd) => walFileCalls.close(fd),
+    async links(fd) {
+      const err = linksFailure;
+      linksFailure = undefined;
+      if (err) throw err;
+      return walFileCalls.links(fd);
+    },
+    close: (fd) => (log.push('close'), walFileCalls.close(fd)),
   };
   return {
     calls,
     log,
+    opened,
     syncs: () => log.filter((c) => c === 'fdatasync').length,
     hold: () => void (held = []),
     release: () => {
@@ -44,6 +52,7 @@ function controlledCalls() {
       waiting.forEach((resolve) => resolve());
     },
     fail: (err: Error) => void (failure = err),
+    failLinks: (err: Error) => void (linksFailure = err),
   };
 }
 
@@ -177,7 +186,7 @@ describe('the WAL synced beside the writer', () => {
     assert.equal(await visible('rolled-back'), false);
   });
 
-  it('a WAL that SQLite deleted and wrote anew is opened again; no WAL needs no sync', async () => {
+  it('a WAL that SQLite deleted and wrote anew is opened again', async () => {
     const file = path.join(dir, 'other.sqlite-wal');
     fs.writeFileSync(file, 'frames');
     const log = controlledCalls();
@@ -187,12 +196,74 @@ describe('the WAL synced beside the writer', () => {
     fs.writeFileSync(file, 'new frames');
     await walSync.sync();
     await walSync.sync();
-    assert.deepEqual(log.log, ['open', 'fdatasync', 'fdatasync', 'open', 'fdatasync', 'fdatasync']);
+    assert.deepEqual(log.log, ['open', 'fdatasync', 'fdatasync', 'close', 'open', 'fdatasync', 'fdatasync']);
     await walSync.close();
+    assert.equal(log.log.at(-1), 'close');
+  });
 
-    const none = controlledCalls();
-    await new WalSync(path.join(dir, 'missing.sqlite-wal'), none.calls).sync();
-    assert.deepEqual(none.log, ['open']);
+  it('a WAL missing while its connection is open fails that sync only; after the close it needs none', async () => {
+    const file = path.join(dir, 'missing.sqlite-wal');
+    const log = controlledCalls();
+    const walSync = new WalSync(file, log.calls);
+    await assert.rejects(walSync.sync(), /missing while its connection is open/);
+    assert.equal(walSync.failure, undefined, 'nothing is known lost: not final');
+    fs.writeFileSync(file, 'frames');
+    await walSync.sync();
+    fs.unlinkSync(file);
+    await walSync.close();
+    log.log.length = 0;
+    await walSync.sync();
+    assert.deepEqual(log.log, ['open'], 'closed: SQLite synced the database file when it removed the WAL');
+  });
+
+  it('a failed fstat fails that sync only; the next one syncs', async () => {
+    const log = controlledCalls();
+    const walSync = new WalSync(path.join(dir, 'pigeon.sqlite-wal'), log.calls);
+    log.failLinks(Object.assign(new Error('EMFILE: too many open files'), { code: 'EMFILE' }));
+    await assert.rejects(walSync.sync(), /EMFILE/);
+    assert.equal(walSync.failure, undefined);
+    await walSync.sync();
+    assert.equal(log.syncs(), 2);
+    await walSync.close();
+  });
+
+  it('close waits for the sync under way and the one queued behind it before it closes the descriptor', async () => {
+    const log = controlledCalls();
+    const walSync = new WalSync(path.join(dir, 'pigeon.sqlite-wal'), log.calls);
+    log.hold();
+    const first = walSync.sync();
+    await waitFor(() => log.syncs() === 1);
+    const queued = walSync.sync();
+    const closed = walSync.close();
+    log.release();
+    await waitFor(() => log.syncs() === 2);
+    log.release();
+    await Promise.all([first, queued, closed]);
+    assert.deepEqual(log.log, ['open', 'fdatasync', 'fdatasync', 'close']);
+  });
+});
+
+describe('a database file behind a symbolic link', () => {
+  it('syncs the WAL that SQLite keeps beside the file the link points to', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pigeon-walsync-link-'));
+    const data = path.join(dir, 'data');
+    const volume = path.join(dir, 'volume');
+    fs.mkdirSync(data);
+    fs.mkdirSync(volume);
+    fs.writeFileSync(path.join(volume, 'pigeon.sqlite'), '');
+    fs.symlinkSync(path.join(volume, 'pigeon.sqlite'), path.join(data, 'pigeon.sqlite'));
+    const sync = controlledCalls();
+    const db = openDatabase(parseConfig({ dataDir: data }), undefined, { syncBeside: true, syncCalls: sync.calls });
+    try {
+      await db.schema.createTable('items', (t) => t.string('id').primary());
+      await db('items').insert({ id: 'linked' });
+      assert.ok(fs.existsSync(path.join(volume, 'pigeon.sqlite-wal')), 'SQLite wrote its WAL beside the target');
+      assert.deepEqual([...new Set(sync.opened)], [path.join(fs.realpathSync(volume), 'pigeon.sqlite-wal')]);
+      assert.ok(sync.syncs() >= 2, 'the table and the row were synced');
+    } finally {
+      await db.destroy();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 
