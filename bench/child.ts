@@ -12,6 +12,8 @@ export interface ServerStats {
   /** the shared writer's time in transactions so far (servers that run an app) */
   writerBusyMs?: number;
   writerCommits?: number;
+  /** time the main thread's event loop was not idle so far (performance.eventLoopUtilization): near wall time, it is the limit */
+  mainThreadBusyMs?: number;
 }
 
 export interface BenchChild<Ready> {
@@ -69,7 +71,8 @@ export function answerBenchParent(app: { close(): Promise<void>; deps?: { writer
   process.on('message', async (msg: { type: string }) => {
     if (msg.type === 'stats') {
       const cpu = process.cpuUsage();
-      const stats: ServerStats = { maxRssKb: process.resourceUsage().maxRSS, cpuMs: (cpu.user + cpu.system) / 1000, writerBusyMs: app.deps?.writer.busyTimeMs, writerCommits: app.deps?.writer.commitCount };
+      const stats: ServerStats = { maxRssKb: process.resourceUsage().maxRSS, cpuMs: (cpu.user + cpu.system) / 1000, writerBusyMs: app.deps?.writer.busyTimeMs, writerCommits: app.deps?.writer.commitCount,
+        mainThreadBusyMs: performance.eventLoopUtilization().active };
       process.send?.({ type: 'stats', ...stats });
     }
     if (msg.type === 'stop') {

@@ -62,7 +62,9 @@ async function pigeonRun(sink: CountingSink, o: CompareOptions, webhook?: { url:
     const cpuMsPerMessage = (last.cpuMs - own) / Math.max(1, got);
     // how much of the run the one writer spent in transactions: near 100 %, it and not the CPU is the limit
     const writerBusy = (100 * ((atEnd.writerBusyMs ?? 0) - (first.writerBusyMs ?? 0))) / (seconds * 1000);
-    const line = `Pigeon:  ${accepted} accepted (wrk, ${o.connections} connections, ${o.seconds} s; ${w.non2xx} refused), accept ${r0(accepted / w.seconds)} req/s p50 ${ms(w.p50Ms)} p99 ${ms(w.p99Ms)}, delivered ${got} in ${seconds.toFixed(1)} s = ${r0(got / seconds)} msg/s, cpu busy ${r0(busy)} %, its own process ${cpuMsPerMessage.toFixed(2)} CPU ms/message, writer busy ${r0(writerBusy)} %`;
+    // and the main thread (HTTP, MIME, the SMTP client, the driver's callbacks; DKIM runs on helper threads)
+    const mainBusy = (100 * ((atEnd.mainThreadBusyMs ?? 0) - (first.mainThreadBusyMs ?? 0))) / (seconds * 1000);
+    const line = `Pigeon:  ${accepted} accepted (wrk, ${o.connections} connections, ${o.seconds} s; ${w.non2xx} refused), accept ${r0(accepted / w.seconds)} req/s p50 ${ms(w.p50Ms)} p99 ${ms(w.p99Ms)}, delivered ${got} in ${seconds.toFixed(1)} s = ${r0(got / seconds)} msg/s, cpu busy ${r0(busy)} %, its own process ${cpuMsPerMessage.toFixed(2)} CPU ms/message, writer busy ${r0(writerBusy)} %, main thread busy ${r0(mainBusy)} %`;
     return { msgPerSecond: got / seconds, line, delivered: got, cpuMsPerMessage };
   } finally {
     await pigeon.close();

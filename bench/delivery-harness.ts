@@ -10,13 +10,13 @@ import { startDnsServer, type TestDnsServer } from '../test/support/dns-server';
 import { startSmtpSink, type SmtpSink } from '../test/support/smtp-sink';
 import { addDomain, publish, verify } from '../test/domains/helpers';
 import type { DeliveryServerReady } from './delivery-server';
-import { forkBenchServer } from './child';
+import { forkBenchServer, type ServerStats } from './child';
 
 export interface Server {
   url: string;
   key: string;
   smtpPort: number;
-  stats(): Promise<{ maxRssKb: number; cpuMs: number; writerBusyMs?: number }>;
+  stats(): Promise<ServerStats>;
   stop(): Promise<void>;
   /** kill -9: no clean shutdown */
   kill(): Promise<void>;
