@@ -67,8 +67,8 @@ export class WalSync {
   private queued?: Promise<void>;
   private failed?: Error;
   private claimed = false;
-  /** the connection whose commits this syncs is open (syncCommits attached it, it has not closed) */
-  private connected = true;
+  /** connections whose commits this syncs that are open (syncCommits attached them, they have not closed) */
+  private connections = 0;
   /** Told once, when an fdatasync fails (the app logs it). */
   onFailure?: (err: Error) => void;
 
@@ -111,7 +111,7 @@ export class WalSync {
 
   /** A connection opened on the database (the pool made one): its commits are synced from now on. */
   attach(): void {
-    this.connected = true;
+    this.connections++;
   }
 
   /**
@@ -119,7 +119,7 @@ export class WalSync {
    * checkpoints the WAL into the database file, syncs it and deletes the WAL, so a missing WAL is no error now.
    */
   async close(): Promise<void> {
-    this.connected = false;
+    this.connections = Math.max(0, this.connections - 1);
     while (this.running || this.queued) await (this.queued ?? this.running)!.catch(() => {});
     await this.dropFd();
   }
@@ -128,18 +128,26 @@ export class WalSync {
     try {
       const fd = await this.walFd();
       if (fd === undefined) return; // closed, and no WAL: every commit is in the database file, synced at the close
-      const [, links] = await Promise.all([this.fdatasync(fd), this.calls.links(fd)]);
-      if (links > 0) return;
+      // Both settle before either answers: no fdatasync may outlive its sync (a queued one would overlap it).
+      const [synced, links] = await Promise.allSettled([this.fdatasync(fd), this.calls.links(fd)]);
+      if (synced.status === 'rejected') throw synced.reason;
+      if (links.status === 'rejected') throw links.reason;
+      if (links.value > 0) return;
       // SQLite deleted that WAL (every connection closed once) and may write a new one: sync that file instead.
       await this.dropFd();
       const again = await this.walFd();
       if (again !== undefined) await this.fdatasync(again);
     } finally {
-      if (!this.connected && !this.queued) await this.dropFd(); // a sync after the close keeps no descriptor
+      // a sync after the close keeps no descriptor (a queued one that will run reuses it)
+      if (!this.connected && (!this.queued || this.failed)) await this.dropFd();
     }
   }
 
   /** Only a failed fdatasync is final; a failed open or fstat fails this sync's callers alone. */
+  private get connected(): boolean {
+    return this.connections > 0;
+  }
+
   private async fdatasync(fd: number): Promise<void> {
     try {
       await this.calls.fdatasync(fd);

@@ -136,6 +136,7 @@ describe('the WAL synced beside the writer', () => {
 
   it('a sync already running when a commit ends does not answer it: the callers meanwhile share the next one', async () => {
     const walSync = new WalSync(path.join(dir, 'pigeon.sqlite-wal'), sync.calls);
+    walSync.attach(); // as syncCommits does for its connection
     sync.hold();
     const syncsBefore = sync.syncs();
     const first = track(walSync.sync());
@@ -191,6 +192,7 @@ describe('the WAL synced beside the writer', () => {
     fs.writeFileSync(file, 'frames');
     const log = controlledCalls();
     const walSync = new WalSync(file, log.calls);
+    walSync.attach(); // as syncCommits does for its connection
     await walSync.sync();
     fs.unlinkSync(file);
     fs.writeFileSync(file, 'new frames');
@@ -201,26 +203,37 @@ describe('the WAL synced beside the writer', () => {
     assert.equal(log.log.at(-1), 'close');
   });
 
-  it('a WAL missing while its connection is open fails that sync only; after the close it needs none', async () => {
+  it('a WAL missing while a connection is open fails that sync only; after the last close it needs none', async () => {
     const file = path.join(dir, 'missing.sqlite-wal');
     const log = controlledCalls();
     const walSync = new WalSync(file, log.calls);
+    walSync.attach(); // as syncCommits does for each connection the pool opens
+    walSync.attach();
     await assert.rejects(walSync.sync(), /missing while its connection is open/);
     assert.equal(walSync.failure, undefined, 'nothing is known lost: not final');
     fs.writeFileSync(file, 'frames');
     await walSync.sync();
     fs.unlinkSync(file);
     await walSync.close();
+    await assert.rejects(walSync.sync(), /missing/, 'one connection is still open');
+    await walSync.close();
     log.log.length = 0;
     await walSync.sync();
     assert.deepEqual(log.log, ['open'], 'closed: SQLite synced the database file when it removed the WAL');
   });
 
-  it('a failed fstat fails that sync only; the next one syncs', async () => {
+  it('a failed fstat fails that sync only, once its fdatasync has returned; the next one syncs', async () => {
     const log = controlledCalls();
     const walSync = new WalSync(path.join(dir, 'pigeon.sqlite-wal'), log.calls);
+    walSync.attach(); // as syncCommits does for its connection
     log.failLinks(Object.assign(new Error('EMFILE: too many open files'), { code: 'EMFILE' }));
-    await assert.rejects(walSync.sync(), /EMFILE/);
+    log.hold();
+    const failed = track(walSync.sync());
+    await waitFor(() => log.syncs() === 1);
+    await pause();
+    assert.equal(failed.settled, false, 'no sync ends while its fdatasync runs: the next would overlap it');
+    log.release();
+    await assert.rejects(failed.promise, /EMFILE/);
     assert.equal(walSync.failure, undefined);
     await walSync.sync();
     assert.equal(log.syncs(), 2);
@@ -230,6 +243,7 @@ describe('the WAL synced beside the writer', () => {
   it('close waits for the sync under way and the one queued behind it before it closes the descriptor', async () => {
     const log = controlledCalls();
     const walSync = new WalSync(path.join(dir, 'pigeon.sqlite-wal'), log.calls);
+    walSync.attach(); // as syncCommits does for its connection
     log.hold();
     const first = walSync.sync();
     await waitFor(() => log.syncs() === 1);
