@@ -160,6 +160,9 @@ export class WebhookDispatcher implements Worker {
     const retryDue = this.nextDue !== null && this.nextDue <= now;
     const wanted = this.mayBeDue || retryDue || [...this.moreDue].some((id) => this.held(id) <= share);
     if (this.stopped || room <= 0 || !wanted) return 0;
+    // Taken now, not after the query: a wake-up (new rows, runOnce) while it runs must ask for another claim.
+    const asked = this.mayBeDue;
+    this.mayBeDue = false;
     const skip = [...new Set([...this.ready.webhookIds(), ...this.perWebhook.keys()])].filter((id) => this.held(id) > share);
     const depth = share * CLAIM_ROUNDS;
     const rows = await claimDue(db, { now, perWebhook: depth, limit: room, skipWebhooks: skip }, this.owner, now + this.leaseMs);
@@ -167,9 +170,9 @@ export class WebhookDispatcher implements Worker {
     const perHook = new Map<string, number>();
     for (const r of rows) perHook.set(r.webhookId, (perHook.get(r.webhookId) ?? 0) + 1);
     for (const id of [...this.moreDue]) if (!skip.includes(id)) this.moreDue.delete(id);
-    if (this.mayBeDue) skip.forEach((id) => this.moreDue.add(id));
+    if (asked) skip.forEach((id) => this.moreDue.add(id));
     for (const [id, n] of perHook) if (n >= depth) this.moreDue.add(id);
-    this.mayBeDue = rows.length >= room;
+    if (rows.length >= room) this.mayBeDue = true;
     if (retryDue) {
       this.nextDue = null; // passed: learn the next one anew
       this.nextDueKnown = false;
