@@ -30,7 +30,7 @@ import { AttemptRecorder } from './recorder';
 import { onDeliveriesCommitted } from './sink';
 import { secretsKey, signingSecrets } from './store';
 
-type DispatcherDeps = Pick<AppDeps, 'config' | 'db' | 'clock' | 'log' | 'metrics' | 'signals'>;
+type DispatcherDeps = Pick<AppDeps, 'config' | 'db' | 'clock' | 'log' | 'metrics' | 'signals' | 'writer'>;
 
 /** A claim takes up to this many rounds of perWebhookConcurrency per webhook: fewer claims, longer leases. */
 export const CLAIM_ROUNDS = 8;
@@ -70,7 +70,7 @@ export class WebhookDispatcher implements Worker {
     const { concurrency, perWebhookConcurrency, timeoutMs, tlsCaFile } = deps.config.webhooks;
     this.owner = newOwner(deps.config.node.id);
     this.metrics = createWebhookMetrics(deps);
-    this.recorder = new AttemptRecorder(deps.db, deps.clock);
+    this.recorder = new AttemptRecorder(deps.writer, deps.clock);
     this.agents = new EndpointAgents({ maxSockets: concurrency, maxFreeSockets: perWebhookConcurrency, maxAgents: Math.max(64, concurrency * 2) });
     // Longer than the longest attempt (two lookups + the request), for every round the row may wait in the queue.
     this.leaseMs = (timeoutMs + 4 * deps.config.dns.timeoutMs + 30_000) * (CLAIM_ROUNDS + 1);

@@ -1,12 +1,13 @@
 /**
- * Group commit for attempt results. Every result is a write, and with
- * `synchronous=FULL` each commit costs an fsync; the results that finish
- * while the previous commit is on its way are written together in the next
- * one (results.ts makes that a few statements however many there are), so
- * the dispatcher is bound neither by fsyncs nor by statements.
+ * Batches attempt results. The results that finish while the previous batch is
+ * being written go together in the next one (results.ts makes that a few
+ * statements however many there are), and each batch joins the shared writer's
+ * next transaction (db/writer.ts): the dispatcher is bound neither by fsyncs nor
+ * by statements, and its commits never hold the writer's connection through a
+ * sync of their own.
  */
 import type { Clock } from '../clock';
-import type { Queryable } from '../db';
+import type { Writer } from '../db/writer';
 import { AttemptRecord, Recorded, recordAttempts } from './results';
 
 interface Waiting {
@@ -23,7 +24,7 @@ export class AttemptRecorder {
   private flushing: Promise<void> | undefined;
 
   constructor(
-    private readonly db: Queryable,
+    private readonly writer: Writer,
     private readonly clock: Clock,
   ) {}
 
@@ -40,7 +41,8 @@ export class AttemptRecorder {
     while (this.queue.length) {
       const batch = this.queue.splice(0, MAX_BATCH);
       try {
-        const results = await recordAttempts(this.db, batch.map((w) => w.record), this.clock.now());
+        const records = batch.map((w) => w.record);
+        const results = await this.writer.run((trx) => recordAttempts(trx, records, this.clock.now()), batch.length);
         batch.forEach((w, i) => w.resolve(results[i]));
       } catch (err) {
         batch.forEach((w) => w.reject(err));

@@ -6,6 +6,7 @@
  * multi-row INSERT of the attempts. Both forms are plain SQL that knex writes
  * for SQLite and PostgreSQL alike.
  */
+import type { Knex } from 'knex';
 import type { Queryable } from '../db';
 import type { Delivery, Attempt } from './deliveries';
 import { nextAttemptAfterFailure } from './schedule';
@@ -70,7 +71,7 @@ function groupByState(planned: Planned[]): Map<string, Planned[]> {
  */
 export async function recordAttempts(db: Queryable, records: AttemptRecord[], at: number): Promise<Array<Recorded | null>> {
   const planned = records.map((r) => plan(r, at));
-  return db.transaction(async (trx) => {
+  return inTransaction(db, async (trx) => {
     const kept = new Set<string>();
     for (const group of groupByState(planned).values()) {
       for (let i = 0; i < group.length; i += CHUNK) {
@@ -88,4 +89,9 @@ export async function recordAttempts(db: Queryable, records: AttemptRecord[], at
     for (let i = 0; i < attempts.length; i += CHUNK) await trx('webhook_attempts').insert(attempts.slice(i, i + CHUNK));
     return planned.map((p) => (kept.has(p.record.delivery.id) ? { result: p.result, attempt: p.attempt, nextAttemptAt: p.nextAttemptAt } : null));
   });
+}
+
+/** `work` in `db` when it is a transaction already (the writer's), else in a transaction of its own. */
+function inTransaction<T>(db: Queryable, work: (trx: Knex.Transaction) => Promise<T>): Promise<T> {
+  return (db as Knex.Transaction).isTransaction ? work(db as Knex.Transaction) : db.transaction(work);
 }

@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { startWebhookReceiver } from '../support/webhook-receiver';
 import { ApiClient } from '../support/app';
+import { eventually } from '../support/wait';
 
 const CLI = path.resolve(__dirname, '../../src/cli.js');
 
@@ -88,8 +89,11 @@ describe('webhook deliveries across a crash', () => {
       const answered = new Set(all.slice(2).map((r) => (r.json() as { data: { message_id: string } }).data.message_id));
       assert.deepEqual([...answered].sort(), [...messageIds].sort(), 'every event arrived after the restart');
       assert.equal(new Set(all.slice(2).map((r) => r.headers['service-event-id'])).size, 5);
-      const deliveries = await new ApiClient(second.url, key).get(`/v1/webhooks/${created.body.id}/deliveries`);
-      assert.deepEqual(deliveries.body.data.map((d: { status: string }) => d.status), Array(5).fill('succeeded'));
+      // A result is written after its answer arrived: the last requests' results may still be on their way.
+      const statuses = async () => ((await new ApiClient(second!.url, key).get(`/v1/webhooks/${created.body.id}/deliveries`))
+        .body.data as Array<{ status: string }>).map((d) => d.status);
+      await eventually(async () => (await statuses()).every((s) => s === 'succeeded'), 5000, 'every result recorded');
+      assert.deepEqual(await statuses(), Array(5).fill('succeeded'));
     } finally {
       if (first) await killed(first.child, 'SIGKILL');
       if (second) await killed(second.child, 'SIGTERM');
