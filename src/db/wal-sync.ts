@@ -143,11 +143,11 @@ export class WalSync {
     }
   }
 
-  /** Only a failed fdatasync is final; a failed open or fstat fails this sync's callers alone. */
   private get connected(): boolean {
     return this.connections > 0;
   }
 
+  /** Only a failed fdatasync is final; a failed open or fstat fails this sync's callers alone. */
   private async fdatasync(fd: number): Promise<void> {
     try {
       await this.calls.fdatasync(fd);
