@@ -165,7 +165,11 @@ export class WebhookDispatcher implements Worker {
     this.mayBeDue = false;
     const skip = [...new Set([...this.ready.webhookIds(), ...this.perWebhook.keys()])].filter((id) => this.held(id) > share);
     const depth = share * CLAIM_ROUNDS;
-    const rows = await claimDue(db, { now, perWebhook: depth, limit: room, skipWebhooks: skip }, this.owner, now + this.leaseMs);
+    const rows = await claimDue(db, { now, perWebhook: depth, limit: room, skipWebhooks: skip }, this.owner, now + this.leaseMs)
+      .catch((err: unknown) => {
+        this.mayBeDue ||= asked; // not claimed: still asked for
+        throw err;
+      });
     // What the claim saw: skipped webhooks may have new rows, a full share may hide more, the rest is drained.
     const perHook = new Map<string, number>();
     for (const r of rows) perHook.set(r.webhookId, (perHook.get(r.webhookId) ?? 0) + 1);
