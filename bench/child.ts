@@ -11,6 +11,7 @@ export interface ServerStats {
   cpuMs: number;
   /** the shared writer's time in transactions so far (servers that run an app) */
   writerBusyMs?: number;
+  /** the shared writer's transactions committed so far (messages ÷ commits: how much each commit carries) */
   writerCommits?: number;
   /** time the main thread's event loop was not idle so far (performance.eventLoopUtilization): near wall time, it is the limit */
   mainThreadBusyMs?: number;

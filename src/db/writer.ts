@@ -234,8 +234,9 @@ export class Writer {
 
   /**
    * Copies what the checkpointer has not yet copied of the WAL into the database file, between two groups
-   * (SQLite syncs the WAL before it copies, so an unsynced commit is never copied unsynced): under a load that never pauses, only a checkpoint on this connection lets
-   * its next transaction start the WAL over (checkpointer.ts). PASSIVE never waits for readers.
+   * (SQLite syncs the WAL before it copies, so no commit is copied unsynced): under a load that never pauses,
+   * only a checkpoint on this connection lets its next transaction start the WAL over (checkpointer.ts).
+   * PASSIVE never waits for readers.
    */
   private async checkpoint(): Promise<void> {
     try {

@@ -67,6 +67,22 @@ function track<T>(query: PromiseLike<T>) {
 const pause = (ms = 30) => new Promise((resolve) => setTimeout(resolve, ms));
 const waitFor = (done: () => boolean | Promise<boolean>) => eventually(async () => done(), 5000, 'the awaited state');
 
+/**
+ * Runs `query` with the syncs held: it must ask for a sync and get no answer until that sync returns. `whileHeld`
+ * checks the state meanwhile (e.g. that the commit itself is done).
+ */
+async function answeredOnlyAfterSync(sync: ReturnType<typeof controlledCalls>, query: () => PromiseLike<unknown>, whileHeld?: () => Promise<void>) {
+  sync.hold();
+  const syncsBefore = sync.syncs();
+  const pending = track(query());
+  await waitFor(() => sync.syncs() > syncsBefore);
+  await whileHeld?.();
+  await pause();
+  assert.equal(pending.settled, false, 'no answer before the sync returned');
+  sync.release();
+  await pending.promise;
+}
+
 describe('the WAL synced beside the writer', () => {
   let dir: string;
   let config: Config;
@@ -105,26 +121,13 @@ describe('the WAL synced beside the writer', () => {
   });
 
   it('a write outside a transaction is answered only once a sync begun after its commit returns', async () => {
-    sync.hold();
-    const syncsBefore = sync.syncs();
-    const write = track(db('items').insert({ id: 'direct' }));
-    await waitFor(() => sync.syncs() > syncsBefore);
-    assert.ok(await visible('direct'), 'committed');
-    await pause();
-    assert.equal(write.settled, false, 'no answer before the sync returned');
-    sync.release();
-    await write.promise;
+    await answeredOnlyAfterSync(sync, () => db('items').insert({ id: 'direct' }), async () => {
+      assert.ok(await visible('direct'), 'committed');
+    });
   });
 
   it('an explicit transaction\'s COMMIT is held the same way; reads and checkpoints are not', async () => {
-    sync.hold();
-    const syncsBefore = sync.syncs();
-    const trx = track(db.transaction((t) => t('items').insert({ id: 'in-trx' })));
-    await waitFor(() => sync.syncs() > syncsBefore);
-    await pause();
-    assert.equal(trx.settled, false);
-    sync.release();
-    await trx.promise;
+    await answeredOnlyAfterSync(sync, () => db.transaction((t) => t('items').insert({ id: 'in-trx' })));
 
     sync.hold();
     const syncsNow = sync.syncs();
@@ -176,14 +179,7 @@ describe('the WAL synced beside the writer', () => {
       await trx('items').insert({ id: 'rolled-back' });
       throw new Error('work failed');
     }), /work failed/);
-    sync.hold();
-    const syncsBefore = sync.syncs();
-    const write = track(db.transaction((trx) => trx('items').insert({ id: 'after-rollback' })));
-    await waitFor(() => sync.syncs() > syncsBefore);
-    await pause();
-    assert.equal(write.settled, false);
-    sync.release();
-    await write.promise;
+    await answeredOnlyAfterSync(sync, () => db.transaction((trx) => trx('items').insert({ id: 'after-rollback' })));
     assert.equal(await visible('rolled-back'), false);
   });
 
