@@ -15,6 +15,7 @@ import { forkBenchServer, type ServerStats } from './child';
 import { FROM, startPigeon } from './compare-pigeon';
 import { cpuMeter, smtpSource, startCountingSink, startPostfix, wrk, writeSendScript, type CountingSink } from './compare-tools';
 import { median } from './compare-throughput';
+import { warmUpViaSmtp, warmUpViaWrk } from './compare-warmup';
 import type { CompareOptions, Row } from './compare';
 
 const r0 = (x: number) => Math.round(x).toString();
@@ -36,6 +37,7 @@ interface Target {
 async function viaWrk(sink: CountingSink, o: CompareOptions, target: Target, label: string): Promise<Measured> {
   const script = writeSendScript(fs.mkdtempSync(path.join(os.tmpdir(), 'pigeon-bench-wrk-')), FROM, o.size);
   try {
+    await warmUpViaWrk([target], script, o, sink);
     const own = (await target.stats()).cpuMs;
     const [base, cpu, t0] = [sink.count(), cpuMeter(), performance.now()];
     const w = await wrk(target.url, script, o.connections, o.seconds, { KEY: target.key });
@@ -55,6 +57,7 @@ async function viaWrk(sink: CountingSink, o: CompareOptions, target: Target, lab
 async function postfix(sink: CountingSink, o: CompareOptions): Promise<Measured> {
   const pf = await startPostfix(sink.port);
   try {
+    await warmUpViaSmtp(pf.port, o, sink);
     const [base, cpu, t0] = [sink.count(), cpuMeter(), performance.now()];
     await smtpSource(pf.port, o.connections, o.postfixMessages, o.size);
     const got = (await sink.waitFor(base + o.postfixMessages, 30_000)) - base;
@@ -108,6 +111,6 @@ export async function stackFloor(o: CompareOptions): Promise<Row> {
     target: 'the stack\'s floor: node:http + nodemailer + DKIM, no database (Pigeon ≤ floor)',
     postfix: text(pf),
     pigeon: `Pigeon ${text(pg)} = ${((100 * pg.rate) / fs1.rate).toFixed(0)} % of the floor with DKIM (${text(fs1)}); floor without DKIM ${text(fs0)}`,
-    command: `npm run bench compare -- --only=floor --rounds=${o.rounds} --seconds=${o.seconds} --messages=${o.postfixMessages}`,
+    command: `npm run bench compare -- --only=floor --rounds=${o.rounds} --seconds=${o.seconds} --warmup=${o.warmup} --messages=${o.postfixMessages}`,
   };
 }

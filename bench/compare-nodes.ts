@@ -21,6 +21,7 @@ import { databaseFor, postgresBin, startPostgresServer, type PostgresServer } fr
 import { FROM, startBenchDns, startPigeon, type Pigeon } from './compare-pigeon';
 import { cpuMeter, loadAverage, startCountingSink, wrk, writeSendScript, type CountingSink } from './compare-tools';
 import { median } from './compare-throughput';
+import { warmUpViaWrk } from './compare-warmup';
 import type { CompareOptions, Row } from './compare';
 
 const r0 = (x: number) => Math.round(x).toString();
@@ -78,6 +79,7 @@ async function measure(setup: Setup, sink: CountingSink, o: CompareOptions): Pro
   try {
     const script = writeSendScript(dir, FROM, o.size);
     const n = setup.nodes.length;
+    await warmUpViaWrk(setup.nodes.map((node) => ({ url: node.server.url, key: node.sendKey })), script, o, sink);
     const loadBefore = loadAverage();
     const cpuBefore = await appCpuMs(setup);
     const [base, cpu, t0] = [sink.count(), cpuMeter(), performance.now()];
@@ -117,7 +119,7 @@ async function runOnce(start: () => Promise<Setup>, sink: CountingSink, o: Compa
 }
 
 export async function nodes(o: CompareOptions): Promise<Row[]> {
-  const command = `npm run bench compare -- --only=nodes --nodes=${o.nodes} --rounds=${o.rounds} --seconds=${o.seconds}`;
+  const command = `npm run bench compare -- --only=nodes --nodes=${o.nodes} --rounds=${o.rounds} --seconds=${o.seconds} --warmup=${o.warmup}`;
   if (!postgresBin()) {
     console.log('  skipped: PostgreSQL is not installed (apt-get install -y postgresql)');
     return [{ target: 'end to end on PostgreSQL', postfix: 'n/a', pigeon: 'skipped: postgresql missing', command }];

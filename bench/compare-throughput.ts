@@ -12,6 +12,7 @@ import path from 'node:path';
 import { percentile } from './delivery-harness';
 import { FROM, runLoad, startLatencySink, startPigeon, subscribeWebhook } from './compare-pigeon';
 import { cpuMeter, sleep, smtpSource, startCountingSink, startPostfix, wrk, writeSendScript, type CountingSink } from './compare-tools';
+import { warmUpViaSmtp, warmUpViaWrk } from './compare-warmup';
 import type { CompareOptions, Row } from './compare';
 
 export const median = (xs: number[]): number => percentile([...xs].sort((a, b) => a - b), 0.5);
@@ -26,6 +27,7 @@ interface Run {
 async function postfixRun(sink: CountingSink, o: CompareOptions): Promise<Run> {
   const postfix = await startPostfix(sink.port);
   try {
+    await warmUpViaSmtp(postfix.port, o, sink);
     const [base, cpu, t0] = [sink.count(), cpuMeter(), performance.now()];
     const acceptSeconds = await smtpSource(postfix.port, o.connections, o.postfixMessages, o.size);
     const got = (await sink.waitFor(base + o.postfixMessages, 30_000)) - base;
@@ -37,15 +39,26 @@ async function postfixRun(sink: CountingSink, o: CompareOptions): Promise<Run> {
   }
 }
 
+/** What pigeonRun asks of a webhook receiver: its URL, and hooks around the measured window. */
+interface WebhookHooks {
+  url: string;
+  /** after the warm-up: waits for its webhook deliveries to end, so the measured window starts with none due */
+  warmedUp(): Promise<void>;
+  /** after the last mail arrived, before the appliance stops: waits for the dispatcher to finish */
+  settle(): Promise<void>;
+}
+
 /**
- * wrk drives the API for o.seconds; delivery is timed from the first request to the last arrival at the sink.
- * With a webhook, `settle` runs before the appliance stops (its dispatcher may still be sending).
+ * After a warm-up (compare-warmup.ts), wrk drives the API for o.seconds; delivery is timed from the first
+ * request to the last arrival at the sink.
  */
-async function pigeonRun(sink: CountingSink, o: CompareOptions, webhook?: { url: string; settle(): Promise<void> }): Promise<Run & { delivered: number; cpuMsPerMessage: number }> {
+async function pigeonRun(sink: CountingSink, o: CompareOptions, webhook?: WebhookHooks): Promise<Run & { delivered: number; cpuMsPerMessage: number }> {
   const pigeon = await startPigeon({ sinkPort: sink.port });
   try {
     if (webhook) await subscribeWebhook(pigeon, webhook.url);
     const script = writeSendScript(fs.mkdtempSync(path.join(os.tmpdir(), 'pigeon-bench-wrk-')), FROM, o.size);
+    await warmUpViaWrk([{ url: pigeon.server.url, key: pigeon.sendKey }], script, o, sink);
+    await webhook?.warmedUp();
     const first = await pigeon.server.stats();
     const [own, base, cpu, t0] = [first.cpuMs, sink.count(), cpuMeter(), performance.now()];
     const w = await wrk(pigeon.server.url, script, o.connections, o.seconds, { KEY: pigeon.sendKey });
@@ -64,7 +77,7 @@ async function pigeonRun(sink: CountingSink, o: CompareOptions, webhook?: { url:
     const writerBusy = (100 * ((atEnd.writerBusyMs ?? 0) - (first.writerBusyMs ?? 0))) / (seconds * 1000);
     // and the main thread (HTTP, MIME, the SMTP client, the driver's callbacks; DKIM runs on helper threads)
     const mainBusy = (100 * ((atEnd.mainThreadBusyMs ?? 0) - (first.mainThreadBusyMs ?? 0))) / (seconds * 1000);
-    const line = `Pigeon:  ${accepted} accepted (wrk, ${o.connections} connections, ${o.seconds} s; ${w.non2xx} refused), accept ${r0(accepted / w.seconds)} req/s p50 ${ms(w.p50Ms)} p99 ${ms(w.p99Ms)}, delivered ${got} in ${seconds.toFixed(1)} s = ${r0(got / seconds)} msg/s, cpu busy ${r0(busy)} %, its own process ${cpuMsPerMessage.toFixed(2)} CPU ms/message, writer busy ${r0(writerBusy)} %, main thread busy ${r0(mainBusy)} %`;
+    const line = `Pigeon:  ${accepted} accepted (wrk, ${o.connections} connections, ${o.seconds} s after ${o.warmup} s of warm-up; ${w.non2xx} refused), accept ${r0(accepted / w.seconds)} req/s p50 ${ms(w.p50Ms)} p99 ${ms(w.p99Ms)}, delivered ${got} in ${seconds.toFixed(1)} s = ${r0(got / seconds)} msg/s, cpu busy ${r0(busy)} %, its own process ${cpuMsPerMessage.toFixed(2)} CPU ms/message, writer busy ${r0(writerBusy)} %, main thread busy ${r0(mainBusy)} %`;
     return { msgPerSecond: got / seconds, line, delivered: got, cpuMsPerMessage };
   } finally {
     await pigeon.close();
@@ -92,7 +105,7 @@ export async function endToEnd(o: CompareOptions): Promise<Row> {
     target: 'end to end msg/s (≥ 800 and ≥ Postfix)',
     postfix: `${r0(a)} (median of ${o.rounds})`,
     pigeon: `${r0(b)} (median of ${o.rounds}; ratio ${(b / a).toFixed(2)})`,
-    command: `npm run bench compare -- --only=e2e --rounds=${o.rounds} --seconds=${o.seconds} --messages=${o.postfixMessages}`,
+    command: `npm run bench compare -- --only=e2e --rounds=${o.rounds} --seconds=${o.seconds} --warmup=${o.warmup} --messages=${o.postfixMessages}`,
   };
 }
 
@@ -114,25 +127,32 @@ function startReceiver(): Promise<{ url: string; count(): number; close(): void 
 export async function withWebhook(o: CompareOptions): Promise<Row> {
   const [sink, receiver] = [await startCountingSink(), await startReceiver()];
   try {
-    const t0 = performance.now();
-    let [atMailDone, last, lastMove] = [0, 0, 0];
-    // until the deliveries stop: 3 per message (queued, sent, delivered), or none for 10 s
-    const settle = async () => {
-      [atMailDone, last, lastMove] = [receiver.count(), receiver.count(), performance.now()];
+    let [t0, hookBase, atMailDone, last, lastMove] = [0, 0, 0, 0, 0];
+    // until the receiver has every delivery of the messages at the sink (3 each: queued, sent, delivered), or none came for 10 s
+    const drain = async () => {
+      [last, lastMove] = [receiver.count(), performance.now()];
       while (performance.now() - lastMove < 10_000 && last < 3 * sink.count()) {
         await sleep(100);
         if (receiver.count() !== last) [last, lastMove] = [receiver.count(), performance.now()];
       }
     };
-    const run = await pigeonRun(sink, o, { url: receiver.url, settle });
-    const hookSeconds = (lastMove - t0) / 1000;
+    const warmedUp = async () => {
+      await drain();
+      [t0, hookBase] = [performance.now(), receiver.count()];
+    };
+    const settle = async () => {
+      atMailDone = receiver.count() - hookBase;
+      await drain();
+    };
+    const run = await pigeonRun(sink, o, { url: receiver.url, warmedUp, settle });
+    const [hooks, hookSeconds] = [last - hookBase, (lastMove - t0) / 1000];
     console.log(`  ${run.line}`);
-    console.log(`  webhook: ${last} deliveries (${(last / Math.max(1, run.delivered)).toFixed(2)} per delivered message) in ${hookSeconds.toFixed(1)} s = ${r0(last / hookSeconds)} deliveries/s; ${r0((100 * atMailDone) / Math.max(1, last))} % of them done when the last mail arrived`);
+    console.log(`  webhook: ${hooks} deliveries (${(hooks / Math.max(1, run.delivered)).toFixed(2)} per delivered message) in ${hookSeconds.toFixed(1)} s = ${r0(hooks / hookSeconds)} deliveries/s; ${r0((100 * atMailDone) / Math.max(1, hooks))} % of them done when the last mail arrived`);
     return {
       target: 'end to end, 1 webhook on every event (≥ 500 msg/s)',
       postfix: 'n/a',
-      pigeon: `${r0(run.msgPerSecond)} msg/s, ${r0(last / hookSeconds)} webhook deliveries/s, ${run.cpuMsPerMessage.toFixed(2)} CPU ms/message`,
-      command: `npm run bench compare -- --only=webhook --seconds=${o.seconds}`,
+      pigeon: `${r0(run.msgPerSecond)} msg/s, ${r0(hooks / hookSeconds)} webhook deliveries/s, ${run.cpuMsPerMessage.toFixed(2)} CPU ms/message`,
+      command: `npm run bench compare -- --only=webhook --seconds=${o.seconds} --warmup=${o.warmup}`,
     };
   } finally {
     await sink.stop();
@@ -145,6 +165,7 @@ export async function apiAccept(o: CompareOptions): Promise<Row> {
   const pigeon = await startPigeon({ sinkPort: sink.port, paused: true });
   try {
     const script = writeSendScript(fs.mkdtempSync(path.join(os.tmpdir(), 'pigeon-bench-wrk-')), FROM, o.size);
+    await warmUpViaWrk([{ url: pigeon.server.url, key: pigeon.sendKey }], script, o); // its messages stay queued
     const [own, cpu] = [(await pigeon.server.stats()).cpuMs, cpuMeter()];
     const w = await wrk(pigeon.server.url, script, 50, o.seconds, { KEY: pigeon.sendKey });
     const accepted = w.requests - w.non2xx;
@@ -157,7 +178,7 @@ export async function apiAccept(o: CompareOptions): Promise<Row> {
       target: 'API accept, MTA paused, wrk 50 conns (≥ 3000/s, p99 < 50 ms)',
       postfix: 'n/a (no HTTP API)',
       pigeon: `${r0(rate)} req/s, p99 ${ms(w.p99Ms)}, ${perRequest.toFixed(2)} CPU ms/request`,
-      command: `npm run bench compare -- --only=api --seconds=${o.seconds}`,
+      command: `npm run bench compare -- --only=api --seconds=${o.seconds} --warmup=${o.warmup}`,
     };
   } finally {
     await pigeon.close();
@@ -182,9 +203,11 @@ export async function smtpAccept(o: CompareOptions): Promise<Row> {
   const viaSource = async (port: number) => `${r0(o.postfixMessages / (await smtpSource(port, o.connections, o.postfixMessages, o.size, FROM)))} msg/s`;
   try {
     const postfix = await startPostfix(sink.port, true);
+    await warmUpViaSmtp(postfix.port, o); // delivery deferred: its messages stay queued
     const pf = await (async () => `nodemailer ${describe(await runLoad({ ...base, port: postfix.port }))}; smtp-source ${await viaSource(postfix.port)}`)().finally(() => postfix.stop());
     console.log(`  Postfix (delivery deferred): ${pf}`);
     const pigeon = await startPigeon({ sinkPort: sink.port, paused: true, relayLoopback: true });
+    await warmUpViaSmtp(pigeon.smtpPort, o, undefined, FROM);
     const cpuMs = async () => (await pigeon.server.stats()).cpuMs;
     // The appliance's own CPU time per accepted message: unlike msg/s, it holds on a shared, loaded machine.
     const perMessage = (before: number, after: number, messages: number) => `${((after - before) / Math.max(1, messages)).toFixed(2)} CPU ms/message`;
@@ -199,7 +222,7 @@ export async function smtpAccept(o: CompareOptions): Promise<Row> {
     console.log(`  Pigeon (MTA paused): ${pg} (its own process)`);
     return {
       target: `SMTP submission accept, ${o.connections} conns (≥ 1000 msg/s)`, postfix: pf, pigeon: pg,
-      command: `npm run bench compare -- --only=smtp --seconds=${o.seconds} --messages=${o.postfixMessages}`,
+      command: `npm run bench compare -- --only=smtp --seconds=${o.seconds} --warmup=${o.warmup} --messages=${o.postfixMessages}`,
     };
   } finally {
     await sink.stop();

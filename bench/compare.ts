@@ -9,11 +9,15 @@
  * skipped. See docs/benchmarks.md.
  *
  *   npm run bench compare [-- --only=e2e,webhook,api,smtp,latency,queue,crash,statements,floor,nodes]
- *     [--rounds=2] [--seconds=8] [--messages=4000] [--connections=20] [--size=5120]
+ *     [--rounds=2] [--seconds=8] [--warmup=15] [--messages=4000] [--connections=20] [--size=5120]
  *     [--rate=150] [--latency-messages=1500] [--queued=1000,1000000] [--burst=100] [--nodes=2]
  *
  * `nodes` is `e2e`'s Pigeon run on SQLite, on PostgreSQL with one node and
  * with --nodes nodes sharing it (skipped when PostgreSQL is not installed).
+ *
+ * Every throughput run first warms the server it measures with --warmup
+ * seconds of the same load (compare-warmup.ts says why); --warmup=0 measures
+ * freshly started processes.
  */
 import { missingTools, loadAverage } from './compare-tools';
 import { apiAccept, endToEnd, latency, smtpAccept, withWebhook } from './compare-throughput';
@@ -28,6 +32,8 @@ export interface CompareOptions {
   rounds: number;
   /** wrk / closed-loop duration */
   seconds: number;
+  /** seconds of the same load, not counted, before each measured run (compare-warmup.ts) */
+  warmup: number;
   /** messages smtp-source sends to Postfix per end-to-end run */
   postfixMessages: number;
   connections: number;
@@ -66,6 +72,7 @@ function parseOptions(args: string[]): CompareOptions {
     only: get('only', Object.keys(SECTIONS).join(',')).split(','),
     rounds: Number(get('rounds', '2')),
     seconds: Number(get('seconds', '8')),
+    warmup: Number(get('warmup', '15')),
     postfixMessages: Number(get('messages', '4000')),
     connections: Number(get('connections', '20')),
     size: Number(get('size', '5120')),
@@ -81,7 +88,7 @@ export async function run(args: string[]): Promise<void> {
   const o = parseOptions(args);
   const unknown = o.only.filter((s) => !SECTIONS[s]);
   if (unknown.length) throw new Error(`unknown section(s) ${unknown.join(', ')}; sections: ${Object.keys(SECTIONS).join(', ')}`);
-  console.log(`compare: node ${process.version}, load average ${loadAverage()} at start; ${o.size}-byte messages, DKIM RSA-2048, synchronous=FULL (default)`);
+  console.log(`compare: node ${process.version}, load average ${loadAverage()} at start; ${o.size}-byte messages, DKIM RSA-2048, synchronous=FULL (default); each throughput run after a ${o.warmup} s warm-up`);
   const rows: Row[] = [];
   for (const name of o.only) {
     const section = SECTIONS[name];
