@@ -34,6 +34,12 @@ type DispatcherDeps = Pick<AppDeps, 'config' | 'db' | 'clock' | 'log' | 'metrics
 
 /** A claim takes up to this many rounds of perWebhookConcurrency per webhook: fewer claims, longer leases. */
 export const CLAIM_ROUNDS = 8;
+/**
+ * A webhook's next claim is made once it holds this many rounds or fewer (queued and in flight). A claim waits
+ * its turn at the database's writer connection, ~15 ms while mail flows at full speed: made when only the last
+ * round was left, it ran after the queue had emptied, and deliveries kept up with a third of the events.
+ */
+const REFILL_ROUNDS = CLAIM_ROUNDS / 2;
 /** A queued delivery's webhook is re-read when older than this, so changes reach it. */
 const WEBHOOK_FRESH_MS = 1_000;
 
@@ -55,7 +61,9 @@ export class WebhookDispatcher implements Worker {
   /** new rows may be due now (a signal, the poll, the start) */
   private mayBeDue = true;
   /** webhooks whose share of the last claim was full: more of theirs may be due */
-  private readonly moreDue = new Set<string>();
+  private readonly moreDue = new Map<string, number>();
+  /** counts additions to moreDue: a claim forgets only the entries made before its query */
+  private moreDueSeq = 0;
   /** the earliest future due time known; valid while nextDueKnown */
   private nextDue: number | null = null;
   private nextDueKnown = false;
@@ -72,17 +80,21 @@ export class WebhookDispatcher implements Worker {
     this.metrics = createWebhookMetrics(deps);
     this.recorder = new AttemptRecorder(deps.writer, deps.clock);
     this.agents = new EndpointAgents({ maxSockets: concurrency, maxFreeSockets: perWebhookConcurrency, maxAgents: Math.max(64, concurrency * 2) });
-    // Longer than the longest attempt (two lookups + the request), for every round the row may wait in the queue.
-    this.leaseMs = (timeoutMs + 4 * deps.config.dns.timeoutMs + 30_000) * (CLAIM_ROUNDS + 1);
+    // Longer than the longest attempt (two lookups + the request), for every round the row may wait in the queue:
+    // behind at most REFILL_ROUNDS rounds held when it was claimed, and the rounds of its own claim.
+    this.leaseMs = (timeoutMs + 4 * deps.config.dns.timeoutMs + 30_000) * (CLAIM_ROUNDS + REFILL_ROUNDS);
     checkCaFile(tlsCaFile); // a bad file stops the start, not every attempt
   }
 
   start(): void {
     this.running = true;
     const offSignal = this.deps.signals.on('webhooksChanged', () => this.wake(true));
-    // Rows committed without a signal (the MTA's outcomes): the signal wakes this dispatcher and, through the
-    // bus, the other nodes' (db/notify.ts), which claim with SKIP LOCKED what this one has no slot for.
-    const offCommit = onDeliveriesCommitted(() => this.deps.signals.emit('webhooksChanged'));
+    // Rows committed without a signal (accepted mail, the MTA's outcomes): this dispatcher looks (rowsCommitted),
+    // and the bus tells the other nodes (db/notify.ts), which claim with SKIP LOCKED what this one has no slot for.
+    const offCommit = onDeliveriesCommitted((webhookIds) => {
+      this.rowsCommitted(webhookIds);
+      this.deps.signals.publish('webhooksChanged');
+    });
     this.unsubscribe = () => {
       offSignal();
       offCommit();
@@ -115,6 +127,20 @@ export class WebhookDispatcher implements Worker {
       if (!claimed && !this.unfinished.size && !this.ready.size) return;
       await Promise.allSettled([...this.unfinished]);
     }
+  }
+
+  /**
+   * New rows of these webhooks are committed. Those of a webhook this dispatcher already holds a batch of are
+   * left to the claim made when that batch runs low (moreDue): claiming at every commit while mail flows made
+   * most claims come back empty, each a write waiting its turn at the writer's connection.
+   */
+  private rowsCommitted(webhookIds: ReadonlySet<string>): void {
+    for (const id of webhookIds) this.markMoreDue(id);
+    this.wake();
+  }
+
+  private markMoreDue(webhookId: string): void {
+    this.moreDue.set(webhookId, ++this.moreDueSeq);
   }
 
   /** Asks for a pass; wake-ups that arrive while one is queued share it. */
@@ -151,6 +177,11 @@ export class WebhookDispatcher implements Worker {
     return this.ready.queued(webhookId) + (this.perWebhook.get(webhookId) ?? 0);
   }
 
+  /** Whether a webhook holds few enough rows for a claim of more (see REFILL_ROUNDS). */
+  private wantsMore(webhookId: string): boolean {
+    return this.held(webhookId) <= this.deps.config.webhooks.perWebhookConcurrency * REFILL_ROUNDS;
+  }
+
   /** One batch claim, when something can be due and the queue has room; returns how many rows it took. */
   private async claim(): Promise<number> {
     const { config, db, clock } = this.deps;
@@ -158,12 +189,13 @@ export class WebhookDispatcher implements Worker {
     const now = clock.now();
     const room = concurrency * CLAIM_ROUNDS - this.ready.size - this.sending.size;
     const retryDue = this.nextDue !== null && this.nextDue <= now;
-    const wanted = this.mayBeDue || retryDue || [...this.moreDue].some((id) => this.held(id) <= share);
+    const wanted = this.mayBeDue || retryDue || [...this.moreDue.keys()].some((id) => this.wantsMore(id));
     if (this.stopped || room <= 0 || !wanted) return 0;
     // Taken now, not after the query: a wake-up (new rows, runOnce) while it runs must ask for another claim.
     const asked = this.mayBeDue;
     this.mayBeDue = false;
-    const skip = [...new Set([...this.ready.webhookIds(), ...this.perWebhook.keys()])].filter((id) => this.held(id) > share);
+    const seenSeq = this.moreDueSeq; // rows committed while the query runs are not in what it saw
+    const skip = [...new Set([...this.ready.webhookIds(), ...this.perWebhook.keys()])].filter((id) => !this.wantsMore(id));
     const depth = share * CLAIM_ROUNDS;
     const rows = await claimDue(db, { now, perWebhook: depth, limit: room, skipWebhooks: skip }, this.owner, now + this.leaseMs)
       .catch((err: unknown) => {
@@ -173,9 +205,9 @@ export class WebhookDispatcher implements Worker {
     // What the claim saw: skipped webhooks may have new rows, a full share may hide more, the rest is drained.
     const perHook = new Map<string, number>();
     for (const r of rows) perHook.set(r.webhookId, (perHook.get(r.webhookId) ?? 0) + 1);
-    for (const id of [...this.moreDue]) if (!skip.includes(id)) this.moreDue.delete(id);
-    if (asked) skip.forEach((id) => this.moreDue.add(id));
-    for (const [id, n] of perHook) if (n >= depth) this.moreDue.add(id);
+    for (const [id, seq] of [...this.moreDue]) if (seq <= seenSeq && !skip.includes(id)) this.moreDue.delete(id);
+    if (asked) skip.forEach((id) => this.markMoreDue(id));
+    for (const [id, n] of perHook) if (n >= depth) this.markMoreDue(id);
     if (rows.length >= room) this.mayBeDue = true;
     if (retryDue) {
       this.nextDue = null; // passed: learn the next one anew
@@ -196,15 +228,28 @@ export class WebhookDispatcher implements Worker {
 
   /** Moves queued jobs into free slots, lane by lane; lanes read over a second ago get their webhook re-read first. */
   private async startReady(): Promise<void> {
-    const { concurrency, perWebhookConcurrency } = this.deps.config.webhooks;
-    const roomOf = (id: string) => Math.min(concurrency - this.sending.size, perWebhookConcurrency - (this.perWebhook.get(id) ?? 0));
-    const stale = this.ready.webhookIds().filter((id) => roomOf(id) > 0 && this.ready.isStale(id, WEBHOOK_FRESH_MS, performance.now()));
+    const stale = this.ready.webhookIds().filter((id) => this.roomOf(id) > 0 && this.ready.isStale(id, WEBHOOK_FRESH_MS, performance.now()));
     if (stale.length) await this.reread(stale);
+    this.launchFresh();
+  }
+
+  /**
+   * Moves queued jobs of lanes read within the last second into free slots, at once: a finished request's slot
+   * is refilled without waiting for the pass in progress (a claim waits its turn at the writer's connection,
+   * ~15 ms while mail flows at full speed, and the slots stood idle meanwhile). Stale lanes wait for startReady.
+   */
+  private launchFresh(): void {
+    const now = performance.now();
     for (const id of this.ready.webhookIds()) {
-      if (this.stopped || this.sending.size >= concurrency) return;
-      const room = roomOf(id);
-      if (room > 0) for (const job of this.ready.take(id, room)) this.launch(job);
+      if (this.stopped || this.sending.size >= this.deps.config.webhooks.concurrency) return;
+      const room = this.roomOf(id);
+      if (room > 0 && !this.ready.isStale(id, WEBHOOK_FRESH_MS, now)) for (const job of this.ready.take(id, room)) this.launch(job);
     }
+  }
+
+  private roomOf(webhookId: string): number {
+    const { concurrency, perWebhookConcurrency } = this.deps.config.webhooks;
+    return Math.min(concurrency - this.sending.size, perWebhookConcurrency - (this.perWebhook.get(webhookId) ?? 0));
   }
 
   /** Applies webhook changes to queued jobs: a deleted webhook took its rows along, a paused one's go back. */
@@ -231,6 +276,7 @@ export class WebhookDispatcher implements Worker {
       const left = (this.perWebhook.get(webhookId) ?? 1) - 1;
       if (left > 0) this.perWebhook.set(webhookId, left);
       else this.perWebhook.delete(webhookId);
+      this.launchFresh();
       this.wake();
     };
     const done: Promise<void> = this.send(job, controller.signal, freeSlot)

@@ -32,28 +32,37 @@ export async function enqueueWebhookDeliveries(trx: Tx, event: RecordedEvent): P
   const hooks = await subscriptionsOf(trx, { accountId: event.accountId, mode: event.mode });
   const matching = hooks.filter((h) => subscribes(h.events, event.type)).map((h) => h.id);
   await insertDeliveries(trx, event, matching);
-  if (matching.length) wakeAfterCommit(trx);
+  if (matching.length) wakeAfterCommit(trx, matching);
 }
 
 /**
  * A safety net under the `webhooksChanged` signal callers emit after their
  * commit: when this transaction commits with new delivery rows, running
  * dispatchers (any app in this process; an extra look costs two queries) are
- * woken too, so a stage that forgets the signal delays nothing.
+ * woken too, so a stage that forgets the signal delays nothing. They are told
+ * whose rows these are: a dispatcher already holding a batch of that
+ * webhook's rows need not look now.
  */
-const committedListeners = new Set<() => void>();
-const armed = new WeakSet<Tx>();
+type CommittedListener = (webhookIds: ReadonlySet<string>) => void;
+const committedListeners = new Set<CommittedListener>();
+/** the webhooks with new rows in each open transaction */
+const armed = new WeakMap<Tx, Set<string>>();
 
-export function onDeliveriesCommitted(listener: () => void): () => void {
+export function onDeliveriesCommitted(listener: CommittedListener): () => void {
   committedListeners.add(listener);
   return () => committedListeners.delete(listener);
 }
 
-function wakeAfterCommit(trx: Tx): void {
-  if (armed.has(trx)) return;
-  armed.add(trx);
+function wakeAfterCommit(trx: Tx, webhookIds: string[]): void {
+  const known = armed.get(trx);
+  if (known) {
+    for (const id of webhookIds) known.add(id);
+    return;
+  }
+  const ids = new Set(webhookIds);
+  armed.set(trx, ids);
   trx.executionPromise.then(
-    () => committedListeners.forEach((listener) => listener()),
+    () => committedListeners.forEach((listener) => listener(ids)),
     () => undefined, // rolled back: the rows are gone with it
   );
 }

@@ -1,0 +1,94 @@
+// While mail flows, the dispatcher neither claims at every commit nor lets its slots idle while a claim waits.
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { iso } from '../../src/clock';
+import { isPostgres } from '../../src/db';
+import { newId } from '../../src/ids';
+import { messageEventData, recordEvent } from '../../src/events/record';
+import { startWebhookReceiver } from '../support/webhook-receiver';
+import { eventually } from '../support/wait';
+import { accountIdOf, createWebhook, startWebhookApp } from './helpers';
+import type { TestApp } from '../support/app';
+
+/** `count` delivered events in one transaction and no signal: the dispatcher hears of them from the commit only. */
+async function recordUnsignalled(app: TestApp, accountId: string, count: number): Promise<void> {
+  await app.db.transaction(async (trx) => {
+    for (let i = 0; i < count; i++) {
+      const at = app.deps.clock.now();
+      const m = { id: newId('msg'), mode: 'live' as const, toEmail: `u${i}@example.org`, fromEmail: 'app@shop.example', tags: [], metadata: {} };
+      await recordEvent(trx, { accountId, mode: 'live', type: 'message.delivered', messageId: m.id, data: messageEventData(m, { delivered_at: iso(at) }), at });
+    }
+  });
+}
+
+const leased = async (app: TestApp) => (await app.db('webhook_deliveries').whereNotNull('lease_owner')).length;
+
+/** A receiver whose answers wait until `open()`. */
+async function gatedReceiver() {
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  const receiver = await startWebhookReceiver({ respond: () => gate.then(() => undefined) });
+  return { receiver, open };
+}
+
+describe('webhook dispatcher pipelining', () => {
+  it('leaves rows committed for a webhook that holds a full batch to the claim made when the batch runs low', async () => {
+    // one request in flight a webhook: a claim takes 8 rows (CLAIM_ROUNDS), the next comes at 4 held or fewer
+    const app = await startWebhookApp({ webhooks: { perWebhookConcurrency: 1 } });
+    const { receiver, open } = await gatedReceiver();
+    try {
+      await createWebhook(app, { url: receiver.url, events: ['message.delivered'] });
+      const accountId = await accountIdOf(app);
+      await recordUnsignalled(app, accountId, 12);
+      await receiver.waitFor(1, 5000);
+      await eventually(async () => (await leased(app)) === 8, 5000, 'a batch of 8 claimed');
+      const claims: string[] = [];
+      const count = ({ sql }: { sql: string }) => /^update .webhook_deliveries. set .lease_owner./i.test(sql.trim()) && claims.push(sql);
+      app.db.on('query', count);
+      for (let i = 0; i < 5; i++) await recordUnsignalled(app, accountId, 1);
+      await new Promise((resolve) => setTimeout(resolve, 300)); // room for claims, which must not come
+      app.db.off('query', count);
+      assert.equal(claims.length, 0, 'no claim while the webhook holds its batch');
+      open();
+      await receiver.waitFor(17, 10_000); // the refill claims found the rest: no wake-up was lost
+      await eventually(async () => (await app.db('webhook_deliveries').where({ status: 'succeeded' })).length === 17, 5000, 'all 17 recorded');
+    } finally {
+      await app.stop();
+      await receiver.close();
+    }
+  });
+
+  it('keeps sending queued deliveries while a claim waits for the database', async () => {
+    const app = await startWebhookApp({ webhooks: { perWebhookConcurrency: 1 } });
+    const { receiver, open } = await gatedReceiver();
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let holding: Promise<void> | undefined;
+    try {
+      await createWebhook(app, { url: receiver.url, events: ['message.delivered'] });
+      await recordUnsignalled(app, await accountIdOf(app), 12);
+      await receiver.waitFor(1, 5000);
+      await eventually(async () => (await leased(app)) === 8, 5000, 'a batch of 8 claimed');
+      // Claims now wait: SQLite's one writer connection is taken, PostgreSQL's table locked against their UPDATE.
+      let locked!: () => void;
+      const lockTaken = new Promise<void>((resolve) => (locked = resolve));
+      holding = app.db.transaction(async (trx) => {
+        if (isPostgres(trx)) await trx.raw('LOCK TABLE webhook_deliveries IN EXCLUSIVE MODE');
+        locked();
+        await held;
+      });
+      await lockTaken;
+      open();
+      // The first batch drains: at 4 held a claim starts and waits, and the 4 still queued go out meanwhile.
+      await receiver.waitFor(8, 5000);
+      release();
+      await holding;
+      await receiver.waitFor(12, 10_000);
+    } finally {
+      release();
+      await holding?.catch(() => undefined);
+      await app.stop();
+      await receiver.close();
+    }
+  });
+});
