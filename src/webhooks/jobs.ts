@@ -30,9 +30,17 @@ export async function loadJobs(db: Queryable, key: Buffer, ids: string[]): Promi
     .whereIn('d.id', ids)
     .orderBy([{ column: 'd.next_attempt_at' }, { column: 'd.id' }])
     .select('d.*', ...WEBHOOK_COLUMNS.map((c) => `w.${c} as w_${c}`), ...EVENT_COLUMNS.map((c) => `e.${c} as e_${c}`));
+  // A batch is mostly one webhook's rows: its secrets are opened (AES-GCM) once, not once a row.
+  const webhooks = new Map<string, SigningWebhook>();
+  const webhookOf = (row: Record<string, unknown>) => {
+    const id = row.w_id as string;
+    let webhook = webhooks.get(id);
+    if (!webhook) webhooks.set(id, (webhook = toSigning(unprefix<WebhookRow>(row, 'w_', WEBHOOK_COLUMNS), key)));
+    return webhook;
+  };
   return rows.map((row) => ({
     delivery: toDelivery(unprefix<DeliveryRow>(row, '', Object.keys(row).filter((k) => !/^[we]_/.test(k)))),
-    webhook: toSigning(unprefix<WebhookRow>(row, 'w_', WEBHOOK_COLUMNS), key),
+    webhook: webhookOf(row),
     body: eventBody(unprefix(row, 'e_', EVENT_COLUMNS)),
   }));
 }
