@@ -7,9 +7,10 @@
  *
  * It asks the database only when something can be due: after a signal (the
  * commit of new delivery rows, `webhooksChanged`), when the earliest retry it
- * knows of comes due, when a webhook whose share of the last claim was full
- * has room again, and at the poll interval (rows written by another
- * process). Otherwise a pass costs no statement at all.
+ * knows of comes due, when a webhook whose share of the last claim was full,
+ * or which has new rows, is down to REFILL_ROUNDS rounds held, and at the poll
+ * interval (rows written by another process). Otherwise a pass costs no
+ * statement at all.
  *
  * Fairness: at most `concurrency` requests in flight overall and
  * `perWebhookConcurrency` per webhook; a claim takes a bounded share of every
@@ -81,7 +82,9 @@ export class WebhookDispatcher implements Worker {
     this.recorder = new AttemptRecorder(deps.writer, deps.clock);
     this.agents = new EndpointAgents({ maxSockets: concurrency, maxFreeSockets: perWebhookConcurrency, maxAgents: Math.max(64, concurrency * 2) });
     // Longer than the longest attempt (two lookups + the request), for every round the row may wait in the queue:
-    // behind at most REFILL_ROUNDS rounds held when it was claimed, and the rounds of its own claim.
+    // behind at most REFILL_ROUNDS rounds held when it was claimed, and the rounds of its own claim. That assumes
+    // the webhook gets its full share each round: with more busy webhooks than `concurrency` has slots for, a row
+    // can outwait its lease, and another node may then send it too (at least once, as every delivery is).
     this.leaseMs = (timeoutMs + 4 * deps.config.dns.timeoutMs + 30_000) * (CLAIM_ROUNDS + REFILL_ROUNDS);
     checkCaFile(tlsCaFile); // a bad file stops the start, not every attempt
   }
@@ -206,7 +209,7 @@ export class WebhookDispatcher implements Worker {
     const perHook = new Map<string, number>();
     for (const r of rows) perHook.set(r.webhookId, (perHook.get(r.webhookId) ?? 0) + 1);
     for (const [id, seq] of [...this.moreDue]) if (seq <= seenSeq && !skip.includes(id)) this.moreDue.delete(id);
-    if (asked) skip.forEach((id) => this.markMoreDue(id));
+    if (asked || retryDue) skip.forEach((id) => this.markMoreDue(id)); // a skipped webhook's due rows wait for room
     for (const [id, n] of perHook) if (n >= depth) this.markMoreDue(id);
     if (rows.length >= room) this.mayBeDue = true;
     if (retryDue) {
@@ -226,9 +229,16 @@ export class WebhookDispatcher implements Worker {
     this.ready.add(jobs.filter((j) => j.webhook.enabled), performance.now(), (id) => this.sending.has(id));
   }
 
-  /** Moves queued jobs into free slots, lane by lane; lanes read over a second ago get their webhook re-read first. */
+  /**
+   * Moves queued jobs into free slots, lane by lane; lanes read over a second ago get their webhook re-read
+   * first. A stale lane with room of its own is re-read even when every global slot is taken: freed slots go to
+   * fresh lanes at once (launchFresh), so waiting for global room would starve it (a slow endpoint's lane goes
+   * stale while its requests are out). Re-read, it is ahead in the turn for the next freed slot.
+   */
   private async startReady(): Promise<void> {
-    const stale = this.ready.webhookIds().filter((id) => this.roomOf(id) > 0 && this.ready.isStale(id, WEBHOOK_FRESH_MS, performance.now()));
+    const { perWebhookConcurrency } = this.deps.config.webhooks;
+    const ownRoom = (id: string) => (this.perWebhook.get(id) ?? 0) < perWebhookConcurrency;
+    const stale = this.ready.webhookIds().filter((id) => ownRoom(id) && this.ready.isStale(id, WEBHOOK_FRESH_MS, performance.now()));
     if (stale.length) await this.reread(stale);
     this.launchFresh();
   }

@@ -23,6 +23,12 @@ async function recordUnsignalled(app: TestApp, accountId: string, count: number)
 
 const leased = async (app: TestApp) => (await app.db('webhook_deliveries').whereNotNull('lease_owner')).length;
 
+/** `count` delivered events to every webhook of the account, in one transaction. */
+async function recordMany(app: TestApp, count: number): Promise<void> {
+  await recordUnsignalled(app, await accountIdOf(app), count);
+  app.deps.signals.emit('webhooksChanged');
+}
+
 /** A receiver whose answers wait until `open()`. */
 async function gatedReceiver() {
   let open!: () => void;
@@ -43,7 +49,8 @@ describe('webhook dispatcher pipelining', () => {
       await receiver.waitFor(1, 5000);
       await eventually(async () => (await leased(app)) === 8, 5000, 'a batch of 8 claimed');
       const claims: string[] = [];
-      const count = ({ sql }: { sql: string }) => /^update .webhook_deliveries. set .lease_owner./i.test(sql.trim()) && claims.push(sql);
+      // a claim's UPDATE (on PostgreSQL inside a WITH … AS MATERIALIZED): it sets the lease
+      const count = ({ sql }: { sql: string }) => /update .webhook_deliveries. set .lease_owner. = (\?|\$\d+), .lease_expires_at./i.test(sql) && claims.push(sql);
       app.db.on('query', count);
       for (let i = 0; i < 5; i++) await recordUnsignalled(app, accountId, 1);
       await new Promise((resolve) => setTimeout(resolve, 300)); // room for claims, which must not come
@@ -89,6 +96,25 @@ describe('webhook dispatcher pipelining', () => {
       await holding?.catch(() => undefined);
       await app.stop();
       await receiver.close();
+    }
+  });
+
+  it('serves a slow webhook in turn while fast ones could take every slot', async () => {
+    // Two slots for three webhooks. The slow one answers after 1.2 s, so its lane is over a second old whenever
+    // its slot frees, and must be re-read then even though the fast lanes have taken both slots meanwhile.
+    const app = await startWebhookApp({ webhooks: { concurrency: 2, perWebhookConcurrency: 1, timeoutMs: 20_000 } });
+    const slow = await startWebhookReceiver({ respond: () => ({ delayMs: 1200 }) });
+    const fast = [await startWebhookReceiver({ respond: () => ({ delayMs: 20 }) }), await startWebhookReceiver({ respond: () => ({ delayMs: 20 }) })];
+    try {
+      for (const r of [slow, ...fast]) await createWebhook(app, { url: r.url, events: ['message.delivered'] });
+      await recordMany(app, 300); // more than the fast ones can take in the time below
+      await slow.waitFor(1, 5000);
+      await new Promise((resolve) => setTimeout(resolve, 4000));
+      assert.ok(fast[0].requests.length + fast[1].requests.length > 20, 'the fast webhooks were busy meanwhile');
+      assert.ok(slow.requests.length >= 3, `the slow webhook had its turn each time it finished: ${slow.requests.length} requests in 4 s`);
+    } finally {
+      await app.stop();
+      await Promise.all([slow, ...fast].map((r) => r.close()));
     }
   });
 });
