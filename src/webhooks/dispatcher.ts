@@ -61,7 +61,7 @@ export class WebhookDispatcher implements Worker {
   private readonly leaseMs: number;
   /** new rows may be due now (a signal, the poll, the start) */
   private mayBeDue = true;
-  /** webhooks whose share of the last claim was full: more of theirs may be due */
+  /** webhooks that may have more due rows: their share of the last claim was full, or this process committed new ones */
   private readonly moreDue = new Map<string, number>();
   /** counts additions to moreDue: a claim forgets only the entries made before its query */
   private moreDueSeq = 0;
