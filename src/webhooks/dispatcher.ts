@@ -20,16 +20,15 @@
 import { performance } from 'node:perf_hooks';
 import type { AppDeps } from '../deps';
 import type { Worker } from '../modules';
-import { EndpointAgents } from './agents';
-import { attemptDelivery, checkCaFile } from './attempt';
+import { checkCaFile } from './attempt';
+import { AttemptRunner } from './attempt-runner';
 import { claimDue, nextDueAfter, releaseLeases } from './claims';
 import { Job, loadJobs, loadWebhooks } from './jobs';
-import { createWebhookMetrics, WebhookMetrics } from './metrics';
 import { newOwner, releaseDeadLeases } from './owners';
 import { ReadyQueue } from './ready';
-import { AttemptRecorder } from './recorder';
 import { onDeliveriesCommitted } from './sink';
-import { secretsKey, signingSecrets } from './store';
+import { Slots } from './slots';
+import { secretsKey } from './store';
 
 type DispatcherDeps = Pick<AppDeps, 'config' | 'db' | 'clock' | 'log' | 'metrics' | 'signals' | 'writer'>;
 
@@ -48,16 +47,12 @@ export class WebhookDispatcher implements Worker {
   readonly name = 'webhooks';
   private readonly owner: string;
   private readonly ready = new ReadyQueue();
-  /** HTTP requests in flight, by delivery id */
-  private readonly sending = new Map<string, { webhookId: string; controller: AbortController }>();
-  private readonly perWebhook = new Map<string, number>();
+  private readonly slots: Slots;
   /** every started delivery until its result is on disk */
   private readonly unfinished = new Set<Promise<void>>();
   /** deliveries aborted by stop(): not attempts, their leases are given back */
   private readonly aborted: string[] = [];
-  private readonly metrics: WebhookMetrics;
-  private readonly recorder: AttemptRecorder;
-  private readonly agents: EndpointAgents;
+  private readonly runner: AttemptRunner;
   private readonly leaseMs: number;
   /** new rows may be due now (a signal, the poll, the start) */
   private mayBeDue = true;
@@ -78,9 +73,8 @@ export class WebhookDispatcher implements Worker {
   constructor(private readonly deps: DispatcherDeps) {
     const { concurrency, perWebhookConcurrency, timeoutMs, tlsCaFile } = deps.config.webhooks;
     this.owner = newOwner(deps.config.node.id);
-    this.metrics = createWebhookMetrics(deps);
-    this.recorder = new AttemptRecorder(deps.writer, deps.clock);
-    this.agents = new EndpointAgents({ maxSockets: concurrency, maxFreeSockets: perWebhookConcurrency, maxAgents: Math.max(64, concurrency * 2) });
+    this.slots = new Slots({ concurrency, perWebhookConcurrency });
+    this.runner = new AttemptRunner(deps, this.owner);
     // Longer than the longest attempt (two lookups + the request), for every round the row may wait in the queue:
     // behind at most REFILL_ROUNDS rounds held when it was claimed, and the rounds of its own claim. That assumes
     // the webhook gets its full share each round: with more busy webhooks than `concurrency` has slots for, a row
@@ -116,10 +110,10 @@ export class WebhookDispatcher implements Worker {
     clearTimeout(this.timer);
     await this.chain; // a pass in progress launches nothing more
     // Aborted requests are not attempts: their leases are released and the next start sends them.
-    for (const s of this.sending.values()) s.controller.abort();
+    this.slots.abortAll();
     await Promise.allSettled([...this.unfinished]);
     await releaseLeases(this.deps.db, [...this.ready.clear(), ...this.aborted.splice(0)], this.owner);
-    this.agents.destroy();
+    this.runner.destroy();
   }
 
   /** Sends everything due now (retries that become due meanwhile are not due now) and waits for it. */
@@ -177,7 +171,7 @@ export class WebhookDispatcher implements Worker {
   }
 
   private held(webhookId: string): number {
-    return this.ready.queued(webhookId) + (this.perWebhook.get(webhookId) ?? 0);
+    return this.ready.queued(webhookId) + this.slots.inFlight(webhookId);
   }
 
   /** Whether a webhook holds few enough rows for a claim of more (see REFILL_ROUNDS). */
@@ -190,7 +184,7 @@ export class WebhookDispatcher implements Worker {
     const { config, db, clock } = this.deps;
     const { concurrency, perWebhookConcurrency: share } = config.webhooks;
     const now = clock.now();
-    const room = concurrency * CLAIM_ROUNDS - this.ready.size - this.sending.size;
+    const room = concurrency * CLAIM_ROUNDS - this.ready.size - this.slots.size;
     const retryDue = this.nextDue !== null && this.nextDue <= now;
     const wanted = this.mayBeDue || retryDue || [...this.moreDue.keys()].some((id) => this.wantsMore(id));
     if (this.stopped || room <= 0 || !wanted) return 0;
@@ -198,7 +192,7 @@ export class WebhookDispatcher implements Worker {
     const asked = this.mayBeDue;
     this.mayBeDue = false;
     const seenSeq = this.moreDueSeq; // rows committed while the query runs are not in what it saw
-    const skip = [...new Set([...this.ready.webhookIds(), ...this.perWebhook.keys()])].filter((id) => !this.wantsMore(id));
+    const skip = [...new Set([...this.ready.webhookIds(), ...this.slots.webhookIds()])].filter((id) => !this.wantsMore(id));
     const depth = share * CLAIM_ROUNDS;
     const rows = await claimDue(db, { now, perWebhook: depth, limit: room, skipWebhooks: skip }, this.owner, now + this.leaseMs)
       .catch((err: unknown) => {
@@ -226,7 +220,7 @@ export class WebhookDispatcher implements Worker {
     if (!ids.length) return;
     const jobs = await loadJobs(db, secretsKey(config.dataDir), ids);
     await releaseLeases(db, jobs.filter((j) => !j.webhook.enabled).map((j) => j.delivery.id), this.owner);
-    this.ready.add(jobs.filter((j) => j.webhook.enabled), performance.now(), (id) => this.sending.has(id));
+    this.ready.add(jobs.filter((j) => j.webhook.enabled), performance.now(), (id) => this.slots.has(id));
   }
 
   /**
@@ -236,9 +230,7 @@ export class WebhookDispatcher implements Worker {
    * stale while its requests are out). Re-read, it is ahead in the turn for the next freed slot.
    */
   private async startReady(): Promise<void> {
-    const { perWebhookConcurrency } = this.deps.config.webhooks;
-    const ownRoom = (id: string) => (this.perWebhook.get(id) ?? 0) < perWebhookConcurrency;
-    const stale = this.ready.webhookIds().filter((id) => ownRoom(id) && this.ready.isStale(id, WEBHOOK_FRESH_MS, performance.now()));
+    const stale = this.ready.webhookIds().filter((id) => this.slots.hasOwnRoom(id) && this.ready.isStale(id, WEBHOOK_FRESH_MS, performance.now()));
     if (stale.length) await this.reread(stale);
     this.launchFresh();
   }
@@ -251,15 +243,10 @@ export class WebhookDispatcher implements Worker {
   private launchFresh(): void {
     const now = performance.now();
     for (const id of this.ready.webhookIds()) {
-      if (this.stopped || this.sending.size >= this.deps.config.webhooks.concurrency) return;
-      const room = this.roomOf(id);
+      if (this.stopped || this.slots.full()) return;
+      const room = this.slots.room(id);
       if (room > 0 && !this.ready.isStale(id, WEBHOOK_FRESH_MS, now)) for (const job of this.ready.take(id, room)) this.launch(job);
     }
-  }
-
-  private roomOf(webhookId: string): number {
-    const { concurrency, perWebhookConcurrency } = this.deps.config.webhooks;
-    return Math.min(concurrency - this.sending.size, perWebhookConcurrency - (this.perWebhook.get(webhookId) ?? 0));
   }
 
   /** Applies webhook changes to queued jobs: a deleted webhook took its rows along, a paused one's go back. */
@@ -278,14 +265,9 @@ export class WebhookDispatcher implements Worker {
 
   private launch(job: Job): void {
     const { id, webhookId } = job.delivery;
-    const controller = new AbortController();
-    this.sending.set(id, { webhookId, controller });
-    this.perWebhook.set(webhookId, (this.perWebhook.get(webhookId) ?? 0) + 1);
+    const controller = this.slots.take(id, webhookId);
     const freeSlot = () => {
-      if (!this.sending.delete(id)) return;
-      const left = (this.perWebhook.get(webhookId) ?? 1) - 1;
-      if (left > 0) this.perWebhook.set(webhookId, left);
-      else this.perWebhook.delete(webhookId);
+      if (!this.slots.release(id)) return;
       this.launchFresh();
       this.wake();
     };
@@ -299,32 +281,10 @@ export class WebhookDispatcher implements Worker {
   }
 
   /** Attempt and record one claimed delivery; the slot is free as soon as the answer is in, before the write. */
-  private async send({ delivery, webhook, body }: Job, signal: AbortSignal, freeSlot: () => void): Promise<void> {
-    const { config, clock, log } = this.deps;
-    const attempt = delivery.attempts + 1;
-    const startedAt = clock.now();
-    const outcome = await attemptDelivery(config, {
-      url: webhook.url, secrets: signingSecrets(webhook, startedAt), eventId: delivery.eventId, body, attempt, now: startedAt, signal,
-    }, this.agents);
-    freeSlot();
-    if (outcome.aborted) {
-      this.aborted.push(delivery.id);
-      return;
-    }
-    const recorded = await this.recorder.record({
-      delivery,
-      owner: this.owner,
-      attempt: {
-        attemptedAt: startedAt, success: outcome.success, statusCode: outcome.statusCode,
-        latencyMs: outcome.latencyMs, responseBody: outcome.responseBody, error: outcome.error,
-      },
-    });
-    if (!recorded) return; // deleted with its webhook meanwhile
-    if (recorded.nextAttemptAt !== null && this.nextDueKnown) this.nextDue = Math.min(this.nextDue ?? Infinity, recorded.nextAttemptAt);
-    this.metrics.observe(recorded.result, attempt, outcome.latencyMs);
-    const fields = { deliveryId: delivery.id, webhookId: webhook.id, eventId: delivery.eventId, attempt, statusCode: outcome.statusCode, latencyMs: outcome.latencyMs };
-    if (recorded.result === 'succeeded') log.info(fields, 'webhook delivered');
-    else log.warn({ ...fields, error: outcome.error, result: recorded.result }, 'webhook attempt failed');
+  private async send(job: Job, signal: AbortSignal, freeSlot: () => void): Promise<void> {
+    const recorded = await this.runner.run(job, signal, freeSlot);
+    if (recorded === 'aborted') this.aborted.push(job.delivery.id);
+    else if (recorded?.nextAttemptAt != null && this.nextDueKnown) this.nextDue = Math.min(this.nextDue ?? Infinity, recorded.nextAttemptAt);
   }
 
   /** After a start or a poll, or once the known next due time passed: one query for the earliest future one. */
