@@ -1,9 +1,10 @@
 /**
  * The webhook dispatcher: the last stage of the event fan-out. It claims due
  * delivery rows a batch at a time (claims.ts) into an in-memory queue
- * (ready.ts), sends them as slots free up over kept-alive connections
- * (agents.ts) and writes the results in batches (recorder.ts, results.ts),
- * which also schedules the retries.
+ * (ready.ts) and sends them as slots (slots.ts) free up: each through
+ * attempt-runner.ts, over kept-alive connections (agents.ts), its result
+ * written in the next batch (recorder.ts, results.ts), which also schedules
+ * the retries.
  *
  * It asks the database only when something can be due: after a signal (the
  * commit of new delivery rows, `webhooksChanged`), when the earliest retry it
