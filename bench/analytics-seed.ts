@@ -10,7 +10,7 @@ import type { Database, Statement } from 'sqlite3';
 import type { App } from '../src/app';
 import { WRITER_CACHE_MIB } from '../src/db';
 import { newId } from '../src/ids';
-import { DAY, DOMAIN_GRAINS, HOUR, Deltas, RollupDims, TOTAL_GRAINS, floorTo, tagSets } from '../src/analytics/rollup';
+import { ALL_DOMAINS, DAY, DOMAIN_GRAINS, HOUR, Deltas, ROLLUP_KEY, ROLLUPS, RollupDims, TOTAL_GRAINS, floorTo, tagSets } from '../src/analytics/rollup';
 import { DEFAULT_POOL } from '../src/pools/lookup';
 
 export interface SeedOptions {
@@ -120,8 +120,6 @@ class BulkWriter {
 
 const METRIC_COLUMNS = ['sent', 'delivered', 'bounced_hard', 'bounced_soft', 'complained', 'opened_total', 'opened_unique', 'clicked_total', 'clicked_unique', 'suppressed', 'deferred'];
 const METRIC_INDEX = new Map(METRIC_COLUMNS.map((m, i) => [m, i]));
-const TOTAL_KEY = ['account_id', 'mode', 'tag', 'grain', 'bucket', 'sending_domain', 'ip_pool'];
-const DOMAIN_KEY = ['account_id', 'mode', 'tag', 'grain', 'bucket', 'recipient_domain', 'sending_domain', 'ip_pool'];
 
 /**
  * Rollup rows aggregated in memory per UTC day, written once no later event
@@ -129,20 +127,20 @@ const DOMAIN_KEY = ['account_id', 'mode', 'tag', 'grain', 'bucket', 'recipient_d
  * (tagSets, both grains, both tables); only the bookkeeping is compact here.
  */
 class RollupBuffer {
-  /** day start → table → key → [key values..., metric counts...] */
-  private days = new Map<number, { totals: Map<string, unknown[]>; domains: Map<string, unknown[]> }>();
+  /** day start → key → [key values..., metric counts...] (ROLLUP_KEY's order) */
+  private days = new Map<number, Map<string, unknown[]>>();
   rows = 0;
 
   add(dims: RollupDims, deltas: Deltas): void {
     const day = Math.floor(dims.at / DAY) * DAY;
     let part = this.days.get(day);
-    if (!part) this.days.set(day, (part = { totals: new Map(), domains: new Map() }));
+    if (!part) this.days.set(day, (part = new Map()));
     const pool = dims.ipPool || DEFAULT_POOL;
     const buckets = { h: Math.floor(dims.at / HOUR) * HOUR, d: day, m: floorTo('m', dims.at) };
     for (const tag of tagSets(dims.tags)) {
-      for (const grain of TOTAL_GRAINS) this.count(part.totals, [dims.accountId, dims.mode, tag, grain, buckets[grain], dims.sendingDomain, pool], deltas);
+      for (const grain of TOTAL_GRAINS) this.count(part, [dims.accountId, dims.mode, tag, grain, ALL_DOMAINS, buckets[grain], dims.sendingDomain, pool], deltas);
       for (const grain of DOMAIN_GRAINS) {
-        this.count(part.domains, [dims.accountId, dims.mode, tag, grain, buckets[grain], dims.recipientDomain, dims.sendingDomain, pool], deltas);
+        this.count(part, [dims.accountId, dims.mode, tag, grain, dims.recipientDomain, buckets[grain], dims.sendingDomain, pool], deltas);
       }
     }
   }
@@ -158,9 +156,8 @@ class RollupBuffer {
   flush(writer: BulkWriter, before: number): void {
     for (const [day, part] of this.days) {
       if (day >= before) continue;
-      writer.insert('analytics_totals', [...TOTAL_KEY, ...METRIC_COLUMNS], [...part.totals.values()], TOTAL_KEY);
-      writer.insert('analytics_domains', [...DOMAIN_KEY, ...METRIC_COLUMNS], [...part.domains.values()], DOMAIN_KEY);
-      this.rows += part.totals.size + part.domains.size;
+      writer.insert(ROLLUPS, [...ROLLUP_KEY, ...METRIC_COLUMNS], [...part.values()], ROLLUP_KEY);
+      this.rows += part.size;
       this.days.delete(day);
     }
   }

@@ -1,12 +1,12 @@
 /**
  * Reading the rollups. A range [from, to) is answered from the coarsest rows
- * that fit inside it (months for the per-domain table, then days) and hour
+ * that fit inside it (months for the per-domain rows, then days) and hour
  * rows for the ragged ends, so a year costs a few hundred rows per
  * combination of dimensions, whatever the number of events behind them.
  */
 import type { Knex } from 'knex';
 import type { Queryable } from '../db';
-import { ceilTo, Counts, DOMAIN_GRAINS, floorTo, Grain, METRICS, TOTAL_GRAINS, zeroCounts } from './rollup';
+import { ALL_DOMAINS, ceilTo, Counts, DOMAIN_GRAINS, floorTo, Grain, METRICS, ROLLUPS, TOTAL_GRAINS, zeroCounts } from './rollup';
 import type { AnalyticsScope } from './range';
 
 interface Part {
@@ -32,16 +32,22 @@ export function rangeParts(from: number, to: number, grains: Grain[]): Part[] {
 
 export const SUMS = METRICS.map((m) => `SUM(${m}) AS ${m}`).join(', ');
 
-/** Rows of one grain in the scope's row set, with its filters (no time range). */
-export function rowsOf(db: Queryable, table: string, scope: AnalyticsScope, grain: Grain): Knex.QueryBuilder {
-  const q = db(table).where({ account_id: scope.accountId, mode: scope.mode, tag: scope.tag, grain });
+/**
+ * Rows of one grain in the scope's tag row set, with its filters (no time range): the totals' rows, or with
+ * `byDomain` the recipient domains' rows. The totals' `recipient_domain = ''` is part of the table's key before
+ * the bucket, so their reads skip every domain's rows.
+ */
+export function rowsOf(db: Queryable, scope: AnalyticsScope, grain: Grain, byDomain = false): Knex.QueryBuilder {
+  const q = db(ROLLUPS).where({ account_id: scope.accountId, mode: scope.mode, tag: scope.tag, grain });
+  if (byDomain) q.andWhere('recipient_domain', '<>', ALL_DOMAINS);
+  else q.andWhere('recipient_domain', ALL_DOMAINS);
   if (scope.sendingDomain !== undefined) q.andWhere('sending_domain', scope.sendingDomain);
   if (scope.ipPool !== undefined) q.andWhere('ip_pool', scope.ipPool);
   return q;
 }
 
-function scoped(db: Queryable, table: string, scope: AnalyticsScope, part: Part): Knex.QueryBuilder {
-  return rowsOf(db, table, scope, part.grain).andWhere('bucket', '>=', part.from).andWhere('bucket', '<', part.to);
+function scoped(db: Queryable, scope: AnalyticsScope, part: Part, byDomain = false): Knex.QueryBuilder {
+  return rowsOf(db, scope, part.grain, byDomain).andWhere('bucket', '>=', part.from).andWhere('bucket', '<', part.to);
 }
 
 export function toCounts(row: Record<string, unknown> | undefined): Counts {
@@ -58,7 +64,7 @@ export function addInto(target: Counts, add: Counts, sign = 1): void {
 export async function readTotals(db: Queryable, scope: AnalyticsScope): Promise<Counts> {
   const total = zeroCounts();
   for (const part of rangeParts(scope.from, scope.to, TOTAL_GRAINS)) {
-    const row = await scoped(db, 'analytics_totals', scope, part).first(db.raw(SUMS));
+    const row = await scoped(db, scope, part).first(db.raw(SUMS));
     addInto(total, toCounts(row));
   }
   return total;
@@ -83,7 +89,7 @@ export async function readDomains(
   const unions: string[] = [];
   const bindings: Knex.RawBinding[] = [];
   for (const part of rangeParts(scope.from, scope.to, DOMAIN_GRAINS)) {
-    const sql = scoped(db, 'analytics_domains', scope, part).select('recipient_domain', ...METRICS).toSQL();
+    const sql = scoped(db, scope, part, true).select('recipient_domain', ...METRICS).toSQL();
     unions.push(sql.sql);
     bindings.push(...(sql.bindings as Knex.RawBinding[]));
   }

@@ -11,8 +11,8 @@
  * and the calendar month (`Dialect` below); the sums are CASE expressions
  * because PostgreSQL cannot add booleans.
  */
-import { isPostgres, type Db } from '../db';
-import { DAY, DOMAIN_GRAINS, Grain, HOUR, METRICS, TOTAL_GRAINS } from './rollup';
+import { isPostgres, type Db, type Tx } from '../db';
+import { ALL_DOMAINS, DAY, DOMAIN_GRAINS, Grain, HOUR, METRICS, ROLLUPS, TOTAL_GRAINS } from './rollup';
 
 const EVENT_METRICS = METRICS.filter((m) => m !== 'deferred' && m !== 'suppressed');
 
@@ -82,31 +82,39 @@ function grainsSource(grains: Grain[]): string {
 
 const bucket = (dialect: Dialect): string => `CASE grain WHEN 'm' THEN ${dialect.monthStart} ELSE (at / size) * size END`;
 
-async function rebuildTable(db: Db, table: 'analytics_totals' | 'analytics_domains', accountId?: string): Promise<void> {
-  const withDomain = table === 'analytics_domains';
-  const dims = ['account_id', 'mode', 'tag', 'grain', 'bucket', ...(withDomain ? ['recipient_domain'] : []), 'sending_domain', 'ip_pool'];
-  const dialect = isPostgres(db) ? POSTGRES : SQLITE;
-  const select = dims.map((d) => (d === 'bucket' ? bucket(dialect) : d)).join(', ');
-  const accountFilter = accountId ? 'AND e.account_id = ?' : '';
-  const bindings = accountId ? [accountId] : [];
-  await db.transaction(async (trx) => {
-    const zero = Object.fromEntries(EVENT_METRICS.map((m) => [m, 0]));
-    await (accountId ? trx(table).where({ account_id: accountId }) : trx(table)).update(zero);
-    await trx.raw(
-      `WITH ${eventSource(dialect, accountFilter)}, ${grainsSource(withDomain ? DOMAIN_GRAINS : TOTAL_GRAINS)}
-      INSERT INTO ${table} (${dims.join(', ')}, ${EVENT_METRICS.join(', ')})
-      SELECT ${select}, ${SUMS.join(', ')} FROM tagged, grains WHERE true
-      GROUP BY ${dims.map((_, i) => i + 1).join(', ')}
-      ON CONFLICT (${dims.join(', ')}) DO UPDATE SET ${EVENT_METRICS.map((m) => `${m} = excluded.${m}`).join(', ')}`,
-      bindings,
-    );
-    const empty = trx(table).where(Object.fromEntries(METRICS.map((m) => [m, 0])));
-    await (accountId ? empty.andWhere({ account_id: accountId }) : empty).delete();
-  });
+const DIMS = ['account_id', 'mode', 'tag', 'grain', 'recipient_domain', 'bucket', 'sending_domain', 'ip_pool'];
+
+/** The select expression of each dimension: the bucket is computed; the totals' recipient domain is ''. */
+function dimExpression(dim: string, dialect: Dialect, byDomain: boolean): string {
+  if (dim === 'bucket') return bucket(dialect);
+  if (dim === 'recipient_domain' && !byDomain) return `'${ALL_DOMAINS}'`;
+  return dim;
 }
 
-/** Recomputes every event metric of the rollups (of one account, or all) from the events table. */
+/** Writes one row set's event metrics (the totals', or with `byDomain` the recipient domains'). */
+async function rebuildRowSet(trx: Tx, dialect: Dialect, byDomain: boolean, accountId?: string): Promise<void> {
+  const select = DIMS.map((d) => dimExpression(d, dialect, byDomain));
+  // GROUP BY the computed dimensions by position; the totals' constant '' needs none.
+  const groupBy = select.flatMap((e, i) => (e.startsWith("'") ? [] : [i + 1]));
+  await trx.raw(
+    `WITH ${eventSource(dialect, accountId ? 'AND e.account_id = ?' : '')}, ${grainsSource(byDomain ? DOMAIN_GRAINS : TOTAL_GRAINS)}
+    INSERT INTO ${ROLLUPS} (${DIMS.join(', ')}, ${EVENT_METRICS.join(', ')})
+    SELECT ${select.join(', ')}, ${SUMS.join(', ')} FROM tagged, grains WHERE true
+    GROUP BY ${groupBy.join(', ')}
+    ON CONFLICT (${DIMS.join(', ')}) DO UPDATE SET ${EVENT_METRICS.map((m) => `${m} = excluded.${m}`).join(', ')}`,
+    accountId ? [accountId] : [],
+  );
+}
+
+/** Recomputes every event metric of the rollups (of one account, or all) from the events table, in one transaction. */
 export async function rebuildRollups(db: Db, accountId?: string): Promise<void> {
-  await rebuildTable(db, 'analytics_totals', accountId);
-  await rebuildTable(db, 'analytics_domains', accountId);
+  const dialect = isPostgres(db) ? POSTGRES : SQLITE;
+  await db.transaction(async (trx) => {
+    const zero = Object.fromEntries(EVENT_METRICS.map((m) => [m, 0]));
+    await (accountId ? trx(ROLLUPS).where({ account_id: accountId }) : trx(ROLLUPS)).update(zero);
+    await rebuildRowSet(trx, dialect, false, accountId);
+    await rebuildRowSet(trx, dialect, true, accountId);
+    const empty = trx(ROLLUPS).where(Object.fromEntries(METRICS.map((m) => [m, 0])));
+    await (accountId ? empty.andWhere({ account_id: accountId }) : empty).delete();
+  });
 }

@@ -4,10 +4,11 @@
  * (registered by the module entry); `rollupCounter` is how delivery counts the
  * outcomes that are not events (`deferred`, `suppressed`).
  *
- * One change adds to (1 + tags) rows per grain in each table (hour and day
- * rows, and month rows for the per-domain table), in the '' row set (every
- * message, counted once) and in each tag's row set. Queries read exactly one
- * row set, so totals never double count.
+ * One change adds to (1 + tags) rows per grain in each of the two row sets
+ * of the one table: the totals (hour and day rows) and the recipient domain's
+ * (hour, day and month rows); each in the '' tag row set (every message,
+ * counted once) and in each tag's row set. Queries read exactly one row set,
+ * so totals never double count.
  */
 import type { Queryable, Tx } from '../db';
 import { fromJson } from '../db';
@@ -29,8 +30,8 @@ export const HOUR = 3_600_000;
 export const DAY = 86_400_000;
 
 /**
- * Bucket sizes. Every table has hour and day rows; the per-domain table also
- * has UTC calendar-month rows, because a year of a long tail of recipient
+ * Bucket sizes. Both row sets have hour and day rows; the per-domain rows also
+ * have UTC calendar-month rows, because a year of a long tail of recipient
  * domains is hundreds of thousands of day rows but a few thousand month rows.
  */
 export type Grain = 'h' | 'd' | 'm';
@@ -78,23 +79,33 @@ export function tagSets(tags: readonly string[]): string[] {
 }
 
 /**
- * Rollup rows (before upsert) that one change adds to: every grain of both tables, every tag row set. Each row
- * is one object literal with the deltas assigned after: spreading a shared `common` object into five rows cost
- * ~35 µs a call (V8's generic clone path), the largest share of recording a delivery.
+ * The rollup table. `recipient_domain` is '' (ALL_DOMAINS) on the totals' rows, which count every recipient
+ * domain together, and a domain's name on the breakdown's: one table, so that one change is one multi-row upsert
+ * (migrations/20261125010001_analytics_rollups.js).
  */
-export function rollupRows(dims: RollupDims, deltas: Deltas): { totals: Record<string, unknown>[]; domains: Record<string, unknown>[] } {
-  const totals: Record<string, unknown>[] = [];
-  const domains: Record<string, unknown>[] = [];
-  const { accountId: account_id, mode, sendingDomain: sending_domain, recipientDomain: recipient_domain } = dims;
+export const ROLLUPS = 'analytics_rollups';
+export const ALL_DOMAINS = '';
+
+/**
+ * Rollup rows (before upsert) that one change adds to: every grain of both row sets (totals and recipient
+ * domain), every tag row set. Each row is one object literal with the deltas assigned after: spreading a shared
+ * `common` object into five rows cost ~35 µs a call (V8's generic clone path), the largest share of recording a
+ * delivery.
+ */
+export function rollupRows(dims: RollupDims, deltas: Deltas): Record<string, unknown>[] {
+  const rows: Record<string, unknown>[] = [];
+  const { accountId: account_id, mode, sendingDomain: sending_domain, recipientDomain } = dims;
   const ip_pool = dims.ipPool || DEFAULT_POOL;
   const buckets = { h: floorTo('h', dims.at), d: floorTo('d', dims.at), m: floorTo('m', dims.at) };
   for (const tag of tagSets(dims.tags)) {
-    for (const grain of TOTAL_GRAINS) totals.push(withDeltas({ account_id, mode, tag, grain, bucket: buckets[grain], sending_domain, ip_pool }, deltas));
+    for (const grain of TOTAL_GRAINS) {
+      rows.push(withDeltas({ account_id, mode, tag, grain, recipient_domain: ALL_DOMAINS, bucket: buckets[grain], sending_domain, ip_pool }, deltas));
+    }
     for (const grain of DOMAIN_GRAINS) {
-      domains.push(withDeltas({ account_id, mode, tag, grain, bucket: buckets[grain], recipient_domain, sending_domain, ip_pool }, deltas));
+      rows.push(withDeltas({ account_id, mode, tag, grain, recipient_domain: recipientDomain, bucket: buckets[grain], sending_domain, ip_pool }, deltas));
     }
   }
-  return { totals, domains };
+  return rows;
 }
 
 function withDeltas(row: Record<string, unknown>, deltas: Deltas): Record<string, unknown> {
@@ -102,18 +113,15 @@ function withDeltas(row: Record<string, unknown>, deltas: Deltas): Record<string
   return row;
 }
 
-const TOTALS_KEY = ['account_id', 'mode', 'tag', 'grain', 'bucket', 'sending_domain', 'ip_pool'];
-const DOMAINS_KEY = ['account_id', 'mode', 'tag', 'grain', 'bucket', 'recipient_domain', 'sending_domain', 'ip_pool'];
+export const ROLLUP_KEY = ['account_id', 'mode', 'tag', 'grain', 'recipient_domain', 'bucket', 'sending_domain', 'ip_pool'];
 
 /** Adds `deltas` to every rollup row `dims` belongs to. */
 export async function addToRollups(db: Queryable, dims: RollupDims, deltas: Deltas): Promise<void> {
   const metrics = (Object.keys(deltas) as Metric[]).filter((m) => METRICS.includes(m) && deltas[m]);
   if (!metrics.length) return;
   const clean = Object.fromEntries(metrics.map((m) => [m, deltas[m]]));
-  const { totals, domains } = rollupRows(dims, clean);
-  // Summed with the other changes of a writer transaction and written in a few statements at its commit.
-  await addToCounters(db, 'analytics_totals', TOTALS_KEY, totals, metrics);
-  await addToCounters(db, 'analytics_domains', DOMAINS_KEY, domains, metrics);
+  // Summed with the other changes of a writer transaction and written in one statement at its commit.
+  await addToCounters(db, ROLLUPS, ROLLUP_KEY, rollupRows(dims, clean), metrics);
 }
 
 /**

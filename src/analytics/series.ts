@@ -54,7 +54,7 @@ export async function readSeries(db: Queryable, scope: AnalyticsScope, buckets: 
   const out = buckets.map(() => zeroCounts());
   if (byHour) {
     const index = new Map(buckets.map((b, i) => [b.first, i]));
-    const rows = await rowsOf(db, 'analytics_totals', scope, 'h').andWhere('bucket', '>=', scope.from).andWhere('bucket', '<', scope.to)
+    const rows = await rowsOf(db, scope, 'h').andWhere('bucket', '>=', scope.from).andWhere('bucket', '<', scope.to)
       .select('bucket', db.raw(SUMS)).groupBy('bucket');
     for (const row of rows as Array<Record<string, unknown>>) addInto(out[index.get(Number(row.bucket)) as number], toCounts(row));
     return out;
@@ -62,7 +62,7 @@ export async function readSeries(db: Queryable, scope: AnalyticsScope, buckets: 
   const plan = planSeries(buckets);
   const days = [...plan.days.keys()];
   if (days.length) {
-    const rows = await rowsOf(db, 'analytics_totals', scope, 'd').andWhere('bucket', '>=', Math.min(...days)).andWhere('bucket', '<=', Math.max(...days))
+    const rows = await rowsOf(db, scope, 'd').andWhere('bucket', '>=', Math.min(...days)).andWhere('bucket', '<=', Math.max(...days))
       .select('bucket', db.raw(SUMS)).groupBy('bucket');
     for (const row of rows as Array<Record<string, unknown>>) {
       const i = plan.days.get(Number(row.bucket));
@@ -71,7 +71,7 @@ export async function readSeries(db: Queryable, scope: AnalyticsScope, buckets: 
   }
   const hours = [...plan.hours.keys()];
   for (let k = 0; k < hours.length; k += IN_CHUNK) {
-    const rows = await rowsOf(db, 'analytics_totals', scope, 'h').whereIn('bucket', hours.slice(k, k + IN_CHUNK))
+    const rows = await rowsOf(db, scope, 'h').whereIn('bucket', hours.slice(k, k + IN_CHUNK))
       .select('bucket', db.raw(SUMS)).groupBy('bucket');
     for (const row of rows as Array<Record<string, unknown>>) {
       for (const [i, sign] of plan.hours.get(Number(row.bucket)) ?? []) addInto(out[i], toCounts(row), sign);

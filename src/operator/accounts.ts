@@ -1,6 +1,6 @@
 /** Every account with this month's billable usage and today's live messages, for the operator. */
 import type { Queryable } from '../db';
-import { DAY } from '../analytics/rollup';
+import { ALL_DOMAINS, DAY, ROLLUPS } from '../analytics/rollup';
 import { monthOf } from '../auth/usage';
 
 /** Accounts listed at most. */
@@ -11,7 +11,7 @@ export async function accountsOverview(db: Queryable, now: number) {
   const today = Math.floor(now / DAY) * DAY;
   const accounts: Array<{ id: string; name: string; created_at: number }> = await db('accounts').select('id', 'name', 'created_at').orderBy('name').limit(ACCOUNTS_MAX);
   const usage: Array<{ account_id: string; messages: number }> = await db('usage_counters').where({ month }).select('account_id', 'messages');
-  const sent = (await db('analytics_totals').where({ mode: 'live', tag: '', grain: 'd', bucket: today })
+  const sent = (await db(ROLLUPS).where({ mode: 'live', tag: '', grain: 'd', recipient_domain: ALL_DOMAINS, bucket: today })
     .groupBy('account_id').select('account_id').sum({ n: 'sent' })) as Array<{ account_id: string; n: number }>;
   const usageOf = new Map(usage.map((u) => [u.account_id, Math.max(0, Number(u.messages))]));
   const sentOf = new Map(sent.map((s) => [s.account_id, Number(s.n)]));

@@ -41,7 +41,7 @@ export async function dailyCounts(db: Queryable, scope: Scope, now: number) {
   const today = Math.floor(now / DAY) * DAY;
   const first = today - (OVERVIEW_DAYS - 1) * DAY;
   const analyticsScope = { ...scope, tag: '', from: first, to: today + DAY, tz: 'UTC' };
-  const rows = (await rowsOf(db, 'analytics_totals', analyticsScope, 'd').andWhere('bucket', '>=', first).andWhere('bucket', '<=', today)
+  const rows = (await rowsOf(db, analyticsScope, 'd').andWhere('bucket', '>=', first).andWhere('bucket', '<=', today)
     .select('bucket', db.raw(SUMS)).groupBy('bucket')) as Array<Record<string, unknown>>;
   const byDay = new Map(rows.map((r) => [Number(r.bucket), shape(toCounts(r))]));
   const daily = Array.from({ length: OVERVIEW_DAYS }, (_, i) => {

@@ -182,11 +182,8 @@ test('analytics endpoints equal counts computed from the events table (seeded ra
       }
     });
 
-    await t.test('rebuilding the rollups from the events gives the same tables', async () => {
-      const snapshot = async () => ({
-        totals: await app.db('analytics_totals').orderBy(['account_id', 'mode', 'tag', 'grain', 'bucket', 'sending_domain', 'ip_pool']),
-        domains: await app.db('analytics_domains').orderBy(['account_id', 'mode', 'tag', 'grain', 'bucket', 'recipient_domain', 'sending_domain', 'ip_pool']),
-      });
+    await t.test('rebuilding the rollups from the events gives the same table', async () => {
+      const snapshot = () => app.db('analytics_rollups').orderBy(['account_id', 'mode', 'tag', 'grain', 'recipient_domain', 'bucket', 'sending_domain', 'ip_pool']);
       const before = await snapshot();
       await rebuildRollups(app.db);
       assert.deepEqual(await snapshot(), before);
