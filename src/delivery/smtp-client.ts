@@ -10,6 +10,7 @@ import type { TLSSocket } from 'node:tls';
 import { Readable } from 'node:stream';
 import SMTPConnection from 'nodemailer/lib/smtp-connection';
 import { Transcript, transcriptLogger } from './transcript';
+import { PipeliningConnection } from './pipelining';
 
 export type SmtpError = SMTPConnection.SMTPError & { transcript?: string };
 
@@ -53,7 +54,7 @@ export class SmtpClient {
   private current: Transcript;
 
   private constructor(
-    private readonly conn: SMTPConnection,
+    private readonly conn: PipeliningConnection,
     readonly options: ConnectOptions,
     setup: Transcript,
   ) {
@@ -61,16 +62,17 @@ export class SmtpClient {
     conn.on('error', (err) => {
       // A handshake that fails after STARTTLS surfaces as a socket error; name it for the plain-text fallback.
       if ((conn as unknown as { upgrading?: boolean }).upgrading) err.code = 'ETLS';
-      this.finish(err);
+      // A refused envelope whose DATA reply never came is reported as the refusal (pipelining.ts).
+      this.finish(conn.envelopeFailure ?? err);
     });
-    conn.on('end', () => this.finish(Object.assign(new Error('connection closed'), { code: 'ECONNECTION' })));
+    conn.on('end', () => this.finish(conn.envelopeFailure ?? Object.assign(new Error('connection closed'), { code: 'ECONNECTION' })));
   }
 
   /** Connects, reads the greeting, EHLO, STARTTLS when offered. */
   static open(options: ConnectOptions): Promise<{ client: SmtpClient } | { error: SmtpError }> {
     const setup = new Transcript([`*** connecting to ${options.host} [${options.address}]:${options.port} from ${options.localAddress}`]);
     let client: SmtpClient | undefined;
-    const conn = new SMTPConnection({
+    const conn = new PipeliningConnection({
       host: options.address,
       port: options.port,
       localAddress: options.localAddress,
@@ -120,7 +122,7 @@ export class SmtpClient {
     return { version: socket.getProtocol() ?? null, verified: Boolean(socket.authorized), authorizationError: error ? String((error as NodeJS.ErrnoException).code ?? error) : null };
   }
 
-  /** One transaction: MAIL FROM, RCPT TO (pipelined when offered), DATA. */
+  /** One transaction: MAIL FROM, RCPT TO and DATA (in one write when the server offers PIPELINING: pipelining.ts), the body. */
   send(envelope: { from: string; to: string; size: number; use8BitMime: boolean }, raw: Buffer): Promise<SendResult> {
     this.messages++;
     let dataSent = false;

@@ -23,9 +23,10 @@ describe('SMTP transcripts', () => {
       assert.match(deferred, /^S: 220 /m, 'the greeting');
       assert.match(deferred, /^C: EHLO out1\.pigeon\.test$/m);
       assert.match(deferred, /^C: MAIL FROM:<[^>]+>/m);
-      assert.match(deferred, /^C: RCPT TO:<ann@dest\.test>$/m);
+      // the sink offers PIPELINING: the envelope's three commands go out together, before any reply
+      assert.match(deferred, /^C: MAIL FROM:<[^>]+>\nC: RCPT TO:<ann@dest\.test>\nC: DATA\nS: 250 /m);
       assert.match(deferred, /^S: 451 4\.7\.1 greylisted$/m);
-      assert.doesNotMatch(deferred, /^C: DATA$/m, 'no DATA after the refused recipient');
+      assert.doesNotMatch(deferred, /message body elided/, 'no body after the refused recipient');
 
       assert.match(delivered, /^C: RCPT TO:<ann@dest\.test>$/m);
       assert.match(delivered, /^C: DATA$/m);
