@@ -45,6 +45,8 @@ interface Internals {
   _destroyed: boolean;
   _supportedExtensions: string[];
   _responseActions: Reply[];
+  _responseQueue: string[];
+  _processResponse(): void;
   _ehloLines?: string[];
   _using8BitMime: boolean;
   _envelope: Envelope & { rcptQueue: string[]; accepted: string[]; rejected: string[]; rejectedErrors: SmtpError[] };
@@ -63,10 +65,13 @@ const isOk = (reply: string) => reply.charAt(0) === '2';
 export class PipeliningConnection extends SMTPConnection {
   /** The refusal of the envelope in flight, while DATA's reply is awaited (onEnvelopeReply). */
   envelopeFailure?: SmtpError;
+  /** A pipelined envelope's replies are still due. */
+  private envelopeInFlight = false;
 
   /** Overrides nodemailer's: the whole envelope in one write when the server allows it. */
   _setEnvelope(envelope: Envelope, done: EnvelopeDone): void {
     const self = this as unknown as Internals;
+    this.envelopeFailure = undefined;
     const to = ([] as string[]).concat(envelope.to ?? []).map((a) => String(a ?? '').trim());
     const from = String(envelope.from ?? '').trim();
     const plain = to.length > 0 && to.every((a) => PLAIN_ADDRESS.test(a)) && (from === '' || PLAIN_ADDRESS.test(from));
@@ -76,7 +81,7 @@ export class PipeliningConnection extends SMTPConnection {
     self._envelope = { ...envelope, from, to, rcptQueue: [], accepted: [], rejected: [], rejectedErrors: [] };
     const commands = [mailCommand(self, from, envelope), ...to.map((a) => `RCPT TO:<${a}>`), 'DATA'];
     const replies: string[] = [];
-    this.envelopeFailure = undefined;
+    this.envelopeInFlight = true;
     for (const command of commands) {
       self._responseActions.push((reply) => {
         replies.push(reply);
@@ -109,8 +114,10 @@ export class PipeliningConnection extends SMTPConnection {
     }
     const failure = this.envelopeFailure;
     this.envelopeFailure = undefined;
+    this.envelopeInFlight = false;
     if (failure) {
-      if (/^3/.test(reply)) this.endEmptyData();
+      // nodemailer takes 2xx as well as 3xx to DATA as "go ahead" (some servers answer 250): end that data too
+      if (/^[23]/.test(reply)) this.endEmptyData();
       return answer(failure);
     }
     if (!/^[23]/.test(reply)) return answer(self._formatError('Data command failed', 'EENVELOPE', reply, 'DATA'));
@@ -120,6 +127,26 @@ export class PipeliningConnection extends SMTPConnection {
       ...(self._ehloLines?.length ? { ehlo: self._ehloLines } : {}),
       ...(envelope.rejectedErrors.length ? { rejectedErrors: envelope.rejectedErrors } : {}),
     });
+  }
+
+  /**
+   * nodemailer hands queued replies to their handlers one per setImmediate, and a socket error reaches it on
+   * nextTick, sooner: replies read just before a reset would be dropped unread. An envelope's are taken first,
+   * so a refusal that arrived is the one reported (`envelopeFailure`).
+   */
+  _onError(...args: unknown[]): void {
+    this.takeEnvelopeReplies();
+    (SMTPConnection.prototype as unknown as { _onError: (...a: unknown[]) => void })._onError.apply(this, args);
+  }
+
+  _onClose(): void {
+    this.takeEnvelopeReplies();
+    (SMTPConnection.prototype as unknown as { _onClose: () => void })._onClose.call(this);
+  }
+
+  private takeEnvelopeReplies(): void {
+    const self = this as unknown as Internals;
+    while (this.envelopeInFlight && self._responseQueue.length && !self._destroyed) self._processResponse();
   }
 
   private onRecipientReply(recipient: string, reply: string): void {

@@ -62,10 +62,23 @@ export class SmtpClient {
     conn.on('error', (err) => {
       // A handshake that fails after STARTTLS surfaces as a socket error; name it for the plain-text fallback.
       if ((conn as unknown as { upgrading?: boolean }).upgrading) err.code = 'ETLS';
-      // A refused envelope whose DATA reply never came is reported as the refusal (pipelining.ts).
-      this.finish(conn.envelopeFailure ?? err);
+      this.finish(this.heldRefusal(err) ?? err);
     });
-    conn.on('end', () => this.finish(conn.envelopeFailure ?? Object.assign(new Error('connection closed'), { code: 'ECONNECTION' })));
+    conn.on('end', () => {
+      const closed = Object.assign(new Error('connection closed'), { code: 'ECONNECTION' });
+      this.finish(this.heldRefusal(closed) ?? closed);
+    });
+  }
+
+  /**
+   * A refused envelope whose DATA reply never came (pipelining.ts): the refusal is the message's outcome, and
+   * the transcript notes how the connection ended before that reply.
+   */
+  private heldRefusal(ended: SmtpError): SmtpError | undefined {
+    const refusal = this.conn.envelopeFailure;
+    this.conn.envelopeFailure = undefined; // an 'error' is followed by an 'end': noted once
+    if (refusal) this.current.note(`${ended.code ?? 'ERROR'}: ${ended.message}, before the reply to DATA`);
+    return refusal;
   }
 
   /** Connects, reads the greeting, EHLO, STARTTLS when offered. */

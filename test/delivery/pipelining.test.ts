@@ -11,12 +11,12 @@ import { attemptsOf, messageRow, pointMx, sendMessage, startWorld } from './worl
 
 interface Script {
   pipelining: boolean;
-  /** the replies to MAIL FROM, RCPT TO and DATA */
+  /** the replies to MAIL FROM, RCPT TO (by the command's line) and DATA */
   mail?: string;
-  rcpt?: string;
+  rcpt?: string | ((line: string) => string);
   data?: string;
-  /** after the replies to MAIL FROM and RCPT TO, close without a reply to DATA */
-  closeBeforeData?: boolean;
+  /** after the replies to MAIL FROM and RCPT TO, close without a reply to DATA: with a FIN, or a reset */
+  closeBeforeData?: 'close' | 'reset';
 }
 
 interface ScriptedServer {
@@ -26,16 +26,18 @@ interface ScriptedServer {
   /** a command that came before the reply to the one before it (no PIPELINING offered) */
   early: string[];
   delivered: number;
+  connections: number;
   close(): Promise<void>;
 }
 
 const ENVELOPE = /^(MAIL FROM|RCPT TO|DATA$)/i;
 
 async function startScriptedServer(script: Script): Promise<ScriptedServer> {
-  const server: ScriptedServer = { port: 0, lines: [], early: [], delivered: 0, close: async () => undefined };
+  const server: ScriptedServer = { port: 0, lines: [], early: [], delivered: 0, connections: 0, close: async () => undefined };
   const sockets = new Set<net.Socket>();
   const tcp = net.createServer((socket) => {
     sockets.add(socket);
+    server.connections++;
     socket.on('close', () => sockets.delete(socket));
     let buffered = '';
     let inBody = false;
@@ -45,7 +47,7 @@ async function startScriptedServer(script: Script): Promise<ScriptedServer> {
     const reply = (text: string) => socket.write(`${text}\r\n`);
     const replyTo = (line: string): string => {
       if (/^MAIL FROM/i.test(line)) return script.mail ?? '250 2.1.0 Ok';
-      if (/^RCPT TO/i.test(line)) return script.rcpt ?? '250 2.1.5 Ok';
+      if (/^RCPT TO/i.test(line)) return (typeof script.rcpt === 'function' ? script.rcpt(line) : script.rcpt) ?? '250 2.1.5 Ok';
       return script.data ?? '354 End data with <CR><LF>.<CR><LF>';
     };
     const onLine = (line: string) => {
@@ -59,7 +61,7 @@ async function startScriptedServer(script: Script): Promise<ScriptedServer> {
         return reply('250 2.0.0 Ok: queued');
       }
       server.lines.push(line);
-      if (/^EHLO/i.test(line)) return reply(`250-mx.scripted.test\r\n${script.pipelining ? '250-PIPELINING\r\n' : ''}250 8BITMIME`);
+      if (/^EHLO/i.test(line)) return reply(`250-mx.scripted.test\r\n${script.pipelining ? '250-PIPELINING\r\n' : ''}250-SIZE 10240000\r\n250 8BITMIME`);
       if (/^(RSET|NOOP)/i.test(line)) return reply('250 2.0.0 Ok');
       if (/^QUIT/i.test(line)) return reply('221 2.0.0 Bye');
       if (!ENVELOPE.test(line)) return reply('502 5.5.2 Error: command not recognized');
@@ -79,7 +81,9 @@ async function startScriptedServer(script: Script): Promise<ScriptedServer> {
       const answers = held.map(replyTo);
       held = [];
       if (script.closeBeforeData) {
-        socket.end(answers.slice(0, -1).map((a) => `${a}\r\n`).join(''));
+        const replies = answers.slice(0, -1).map((a) => `${a}\r\n`).join('');
+        if (script.closeBeforeData === 'close') socket.end(replies);
+        else socket.write(replies, () => socket.resetAndDestroy());
         return;
       }
       if (answers[answers.length - 1].startsWith('354')) inBody = true;
@@ -106,15 +110,20 @@ async function startScriptedServer(script: Script): Promise<ScriptedServer> {
   return server;
 }
 
-async function deliverOne(script: Script) {
+/** Sends to each recipient in turn (the MTA's pass for one before the next is sent); the first one's results. */
+async function deliverOne(script: Script, recipients = ['ann@dest.test']) {
   const server = await startScriptedServer(script);
   const world = await startWorld({ port: server.port });
   try {
     pointMx(world.dns, 'dest.test', [{ name: 'mx.dest.test', address: '127.0.0.1' }]);
-    const id = await sendMessage(world, { to: 'ann@dest.test' });
-    await world.mta.runOnce();
-    const [attempt] = await attemptsOf(world, id);
-    return { server, attempt, message: await messageRow(world, id) };
+    const results = [];
+    for (const to of recipients) {
+      const id = await sendMessage(world, { to });
+      await world.mta.runOnce();
+      const [attempt] = await attemptsOf(world, id);
+      results.push({ attempt, message: await messageRow(world, id) });
+    }
+    return { server, ...results[0], later: results.slice(1) };
   } finally {
     await world.stop();
     await server.close();
@@ -129,14 +138,14 @@ describe('the outbound envelope, pipelined when the server offers it', () => {
     assert.equal(message.status, 'delivered', attempt?.transcript);
     assert.equal(server.delivered, 1);
     assert.deepEqual(envelopeOf(server.lines).map((l) => l.split(':')[0]), ['MAIL FROM', 'RCPT TO', 'DATA', '.']);
-    assert.match(attempt.transcript, /^C: MAIL FROM:<[^>]+>\nC: RCPT TO:<ann@dest\.test>\nC: DATA\nS: 250 2\.1\.0 Ok\nS: 250 2\.1\.5 Ok\nS: 354 /m);
+    assert.match(attempt.transcript, /^C: MAIL FROM:<[^>]+> SIZE=\d+\nC: RCPT TO:<ann@dest\.test>\nC: DATA\nS: 250 2\.1\.0 Ok\nS: 250 2\.1\.5 Ok\nS: 354 /m);
   });
 
   it('without PIPELINING, each command waits for the reply to the one before', async () => {
     const { server, attempt, message } = await deliverOne({ pipelining: false });
     assert.equal(message.status, 'delivered', attempt?.transcript);
     assert.deepEqual(server.early, []);
-    assert.match(attempt.transcript, /^C: MAIL FROM:<[^>]+>\nS: 250 2\.1\.0 Ok\nC: RCPT TO:<ann@dest\.test>\nS: 250 2\.1\.5 Ok\nC: DATA\nS: 354 /m);
+    assert.match(attempt.transcript, /^C: MAIL FROM:<[^>]+> SIZE=\d+\nS: 250 2\.1\.0 Ok\nC: RCPT TO:<ann@dest\.test>\nS: 250 2\.1\.5 Ok\nC: DATA\nS: 354 /m);
   });
 
   it('a refused MAIL FROM is the outcome, with its own reply, and no body follows', async () => {
@@ -159,10 +168,42 @@ describe('the outbound envelope, pipelined when the server offers it', () => {
   });
 
   it('a server that refuses the recipient and closes before DATA\'s reply: the refusal is the outcome', async () => {
-    const { server, attempt, message } = await deliverOne({ pipelining: true, rcpt: '550 5.1.1 no such user', closeBeforeData: true });
+    const { server, attempt, message } = await deliverOne({ pipelining: true, rcpt: '550 5.1.1 no such user', closeBeforeData: 'close' });
     assert.equal(message.status, 'bounced', attempt?.transcript);
     assert.equal(attempt.smtp_code, 550);
     assert.match(attempt.response, /no such user/);
     assert.equal(server.delivered, 0);
+  });
+
+  it('after a refusal with a 354 anyway, the same connection carries the next message', async () => {
+    const rcpt = (line: string) => (/busy@/.test(line) ? '450 4.2.0 mailbox busy' : '250 2.1.5 Ok');
+    const { server, message, later } = await deliverOne({ pipelining: true, rcpt }, ['busy@dest.test', 'ann@dest.test']);
+    assert.equal(message.status, 'deferred');
+    assert.equal(later[0].message.status, 'delivered', later[0].attempt?.transcript);
+    assert.equal(server.connections, 1, 'the connection stayed in step and was reused');
+    assert.deepEqual(envelopeOf(server.lines).map((l) => l.split(':')[0]),
+      ['MAIL FROM', 'RCPT TO', 'DATA', '.', 'MAIL FROM', 'RCPT TO', 'DATA', '.']);
+    assert.ok(server.lines.indexOf('RSET') > server.lines.indexOf('.'), 'RSET after the end of the empty data');
+    assert.equal(server.delivered, 1);
+  });
+
+  it('a refused DATA with the recipient taken is the outcome', async () => {
+    const { server, attempt, message } = await deliverOne({ pipelining: true, data: '554 5.3.0 no thanks' });
+    assert.equal(message.status, 'bounced', attempt?.transcript);
+    assert.equal(attempt.smtp_code, 554);
+    assert.equal(server.delivered, 0);
+  });
+
+  it('a close before DATA\'s reply with the recipient taken defers, with no reply to report', async () => {
+    const { attempt, message } = await deliverOne({ pipelining: true, closeBeforeData: 'close' });
+    assert.equal(message.status, 'deferred', attempt?.transcript);
+    assert.equal(attempt.smtp_code, null);
+  });
+
+  it('a refusal, then a reset before DATA\'s reply: the refusal is the outcome, the reset noted', async () => {
+    const { attempt, message } = await deliverOne({ pipelining: true, rcpt: '550 5.1.1 no such user', closeBeforeData: 'reset' });
+    assert.equal(message.status, 'bounced', attempt?.transcript);
+    assert.equal(attempt.smtp_code, 550);
+    assert.match(attempt.transcript, /before the reply to DATA/);
   });
 });
