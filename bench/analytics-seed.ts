@@ -124,7 +124,7 @@ const METRIC_INDEX = new Map(METRIC_COLUMNS.map((m, i) => [m, i]));
 /**
  * Rollup rows aggregated in memory per UTC day, written once no later event
  * can reach that day. The row set of each change is exactly the sink's
- * (tagSets, both grains, both tables); only the bookkeeping is compact here.
+ * (tagSets, every grain, both row sets); only the bookkeeping is compact here.
  */
 class RollupBuffer {
   /** day start → key → [key values..., metric counts...] (ROLLUP_KEY's order) */

@@ -17,6 +17,10 @@
  * - `analytics_rollups_bucket_idx` serves the breakdown (every domain in a
  *   bucket range). A new row is written once per hour, day or month of each
  *   combination; the additions after it change no indexed column.
+ *
+ * Several nodes on PostgreSQL: stop them all before starting the first one
+ * on this release. A node of the release before writes the two tables this
+ * drops, and its outcome transactions would fail.
  */
 
 const METRICS = [
@@ -43,14 +47,17 @@ exports.up = async function up(knex) {
     t.string('sending_domain').notNullable();
     t.string('ip_pool').notNullable();
     metricColumns(t);
+  });
+  // the rows first, then the indexes: building an index once is cheaper than keeping it up during the copy
+  const columns = [...DIMS, ...METRICS].join(', ');
+  await knex.raw(`INSERT INTO analytics_rollups (recipient_domain, ${columns}) SELECT '', ${columns} FROM analytics_totals`);
+  await knex.raw(`INSERT INTO analytics_rollups (recipient_domain, ${columns}) SELECT recipient_domain, ${columns} FROM analytics_domains`);
+  await knex.schema.alterTable('analytics_rollups', (t) => {
     t.unique(['account_id', 'mode', 'tag', 'grain', 'recipient_domain', 'bucket', 'sending_domain', 'ip_pool'], {
       indexName: 'analytics_rollups_key',
     });
     t.index(['account_id', 'mode', 'tag', 'grain', 'bucket'], 'analytics_rollups_bucket_idx');
   });
-  const columns = [...DIMS, ...METRICS].join(', ');
-  await knex.raw(`INSERT INTO analytics_rollups (recipient_domain, ${columns}) SELECT '', ${columns} FROM analytics_totals`);
-  await knex.raw(`INSERT INTO analytics_rollups (recipient_domain, ${columns}) SELECT recipient_domain, ${columns} FROM analytics_domains`);
   await knex.schema.dropTable('analytics_totals');
   await knex.schema.dropTable('analytics_domains');
 };

@@ -89,7 +89,10 @@ describe('operator routes', () => {
     const accounts = (await admin.get('/v1/operator/accounts')).body.data;
     assert.deepEqual(accounts.map((a: { name: string }) => a.name), ['default', 'other']);
     assert.ok(accounts[0].usage.billable_messages >= 1, JSON.stringify(accounts[0]));
-    assert.ok(accounts[0].messages_today >= 1);
+    // exactly the live sends recorded today: the totals' row set alone, not the per-domain rows beside it
+    const sentToday = Number((await world.app.db('events').where({ type: 'message.sent', mode: 'live', account_id: world.accountId }).count({ n: '*' }))[0].n);
+    assert.ok(sentToday >= 1);
+    assert.equal(accounts[0].messages_today, sentToday);
 
     const created = await admin.post('/v1/operator/users', { email: 'New@Example.com', role: 'member', account: 'other' });
     assert.equal(created.status, 201, created.text);
