@@ -56,6 +56,9 @@ export class IpRuntime {
   private readonly held = new Map<string, Held>();
   /** statistics of uncapped addresses not yet written: `address|day|provider` → n */
   private pending = new Map<string, number>();
+  /** writes of `pending` begun (consistentRead) and the one in flight, settled either way */
+  private flushes = 0;
+  private flushing: Promise<void> = Promise.resolve();
   private readonly reservations: Reservations;
 
   constructor(private readonly deps: Deps) {
@@ -162,14 +165,34 @@ export class IpRuntime {
     while (this.held.size > 0 && performance.now() < end) await new Promise((r) => setTimeout(r, 20));
   }
 
+  /**
+   * Runs `read`, a read of the usage table that adds pendingUsage at its end, so that each send is counted once:
+   * a batch being written is in neither the table (not committed) nor `pending` (taken). So the read waits for
+   * a write in flight, and runs again (twice at most) when one began meanwhile.
+   */
+  async consistentRead<T>(read: () => Promise<T>): Promise<T> {
+    for (let tries = 0; ; tries++) {
+      await this.flushing;
+      const seen = this.flushes;
+      const result = await read();
+      if (seen === this.flushes || tries >= 2) return result;
+    }
+  }
+
   /** Writes buffered statistics in one transaction; forgets holds older than a queue lease. */
   async flush(): Promise<void> {
     const leaseMs = this.deps.config.delivery.leaseSeconds * 1000;
     const now = this.deps.clock.now();
     for (const [id, h] of this.held) if (h.at < now - leaseMs) this.held.delete(id);
     if (this.pending.size === 0) return;
-    const batch = this.pending;
+    const written = this.write(this.pending);
     this.pending = new Map();
+    this.flushes++;
+    this.flushing = written.then(() => undefined, () => undefined);
+    return written;
+  }
+
+  private async write(batch: Map<string, number>): Promise<void> {
     try {
       await this.deps.db.transaction(async (trx) => {
         for (const [key, n] of batch) {

@@ -67,7 +67,7 @@ export function resolveIps(available: SourceIp[], ips: string[], param = 'ips', 
 async function bundle(ctx: PoolsContext, accountId: string, pools: Array<Omit<PoolBundle, 'members' | 'overflow'> & { addresses: string[] }>): Promise<PoolBundle[]> {
   const addresses = [...new Set(pools.flatMap((p) => p.addresses))];
   const [statuses, overflows, reputation] = await Promise.all([
-    ipStatuses(ctx.db, ctx.config, addresses, ctx.clock.now(), (a, d) => ctx.runtime.pendingUsage(a, d)),
+    ctx.runtime.consistentRead(() => ipStatuses(ctx.db, ctx.config, addresses, ctx.clock.now(), (a, d) => ctx.runtime.pendingUsage(a, d))),
     repo.getOverflows(ctx.db, accountId, pools.map((p) => p.name)),
     checksOf(ctx.db, addresses),
   ]);

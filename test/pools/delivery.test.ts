@@ -180,6 +180,23 @@ describe('warm-up and throttling through the MTA', () => {
 
   // One node per SQLite file sends everything it has: the per-node claim scope (pools/node-scope.ts) is for
   // several nodes on PostgreSQL, where a pool none of whose addresses is here waits for the node that has them.
+  it('a read of the pool while its statistics are being written counts each send once', { skip: !onPostgres && 'SQLite: the write and the read share the one writer connection, so they cannot overlap' }, async () => {
+    const w = await begin(at(2, 12, 0), { seasoned: [SEASONED.address] });
+    const live = w.app.api.withKey(await createKey(w.app, 'live', ['messages:send']));
+    assert.equal((await live.post('/v1/messages/send', { from: 'app@sender.test', to: ['a@dest.test', 'b@gmail.test'], subject: 'Hi', text: 'Hello', ip_pool: 'seasoned' })).status, 202);
+    await w.mta.runOnce();
+    // Another session holds the table against writes (reads go on), so the pools worker's write stays in flight.
+    const blocker = await w.app.db.transaction();
+    await blocker.raw('LOCK TABLE ip_daily_usage IN EXCLUSIVE MODE');
+    const flushed = w.app.workers.find((x) => x.name === 'pools')?.runOnce?.();
+    await new Promise((r) => setTimeout(r, 100));
+    const read = w.app.api.get('/v1/ip-pools/seasoned');
+    setTimeout(() => void blocker.commit(), 300);
+    const ip = ipOf((await read).body, SEASONED.address);
+    await flushed;
+    assert.deepEqual(ip.usage_today.by_provider, { gmail: 1, other: 1 }, 'the batch in flight is neither in the table nor pending: the read waits for it');
+  });
+
   it('SQLite: a pool whose address left the config still overflows into a pool that has one', { skip: onPostgres && 'PostgreSQL: such a pool waits for a node with its address (docs/postgres.md)' }, async () => {
     const w = await begin(at(2, 12, 0), { fresh: [WARMING.address], seasoned: [SEASONED.address] });
     assert.equal((await (await liveClient(w.app)).patch('/v1/ip-pools/fresh', { overflow: 'seasoned' })).status, 200);
