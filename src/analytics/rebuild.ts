@@ -95,7 +95,7 @@ function dimExpression(dim: string, dialect: Dialect, byDomain: boolean): string
 async function rebuildRowSet(trx: Tx, dialect: Dialect, byDomain: boolean, accountId?: string): Promise<void> {
   const select = DIMS.map((d) => dimExpression(d, dialect, byDomain));
   // GROUP BY the computed dimensions by position; the totals' constant '' needs none.
-  const groupBy = select.flatMap((e, i) => (e.startsWith("'") ? [] : [i + 1]));
+  const groupBy = DIMS.flatMap((d, i) => (d === 'recipient_domain' && !byDomain ? [] : [i + 1]));
   await trx.raw(
     `WITH ${eventSource(dialect, accountId ? 'AND e.account_id = ?' : '')}, ${grainsSource(byDomain ? DOMAIN_GRAINS : TOTAL_GRAINS)}
     INSERT INTO ${ROLLUPS} (${DIMS.join(', ')}, ${EVENT_METRICS.join(', ')})
