@@ -2,7 +2,8 @@
  * The appliance under the delivery benchmark, in a child process of its own
  * so the load generator and the sink do not share its event loop or its RSS.
  * Everything runs, MTA included, unless argv[3] is 'accept-only' (then the
- * workers are stopped and accepted mail stays queued). Config overrides come
+ * background workers are stopped and accepted mail stays queued; the thread
+ * pools a send request itself uses keep running). Config overrides come
  * as JSON in argv[2] (a `dataDir` there is kept; otherwise a temporary one is
  * made and removed); it reports `ready` (URL and the first-start key) and
  * answers `stats` with its peak RSS and CPU time. With argv[4]
@@ -26,6 +27,9 @@ export interface DeliveryServerReady {
   smtpPort: number;
 }
 
+/** Workers that serve requests rather than work in the background: MIME building and template compiles. */
+const REQUEST_PATH = new Set(['mime-builder', 'template-compiler']);
+
 async function main(): Promise<void> {
   const overrides = JSON.parse(process.argv[2] ?? '{}') as Record<string, unknown>;
   const smtp = (overrides.smtp ?? {}) as { submission?: Record<string, unknown> };
@@ -40,7 +44,7 @@ async function main(): Promise<void> {
     metrics: { port: 0 },
     rateLimit: { requestsPerSecond: 1e6, burst: 1e6 },
   });
-  if (process.argv[3] === 'accept-only') await Promise.all(app.workers.map((w) => w.stop()));
+  if (process.argv[3] === 'accept-only') await Promise.all(app.workers.filter((w) => !REQUEST_PATH.has(w.name)).map((w) => w.stop()));
   answerBenchParent(app, () => ownDir && fs.rmSync(dataDir, { recursive: true, force: true }));
   // A live key with every scope, as `pigeon keys create --mode live --scopes all` makes (a sandbox key cannot).
   const account = await app.db('accounts').where({ name: 'default' }).first('id');

@@ -8,6 +8,7 @@
  *   node dist/bench/run.js accept-store [--messages=2000] [--concurrency=1,10,50]
  *   node dist/bench/run.js delivery [--messages=2000] [--size=5000] [--concurrency=20] [--reuse=both|on|off]
  *   node dist/bench/run.js dkim [--seconds=3] [--threads=0,1,<cores>] [--size=5000]
+ *   node dist/bench/run.js mime [--rounds=3] [--attachment-mb=7] [--messages=5000]
  *   node dist/bench/run.js smtp [--seconds=2.5] [--concurrency=1,10,50] [--tls=off|on]
  *   node dist/bench/run.js analytics [--messages=1000000] [--days=365] [--suppressions=1000000] [--runs=15] [--rebuild] [--data=DIR]
  *   node --expose-gc dist/bench/run.js suppression-upload [--rows=1000000]
@@ -25,6 +26,7 @@ const MODES: Record<string, () => Mode> = {
   delivery: () => (require('./delivery') as typeof import('./delivery')).run,
   smtp: () => (require('./smtp') as typeof import('./smtp')).run,
   dkim: () => (require('./dkim') as typeof import('./dkim')).run,
+  mime: () => (require('./mime') as typeof import('./mime')).run,
   analytics: () => (require('./analytics') as typeof import('./analytics')).run,
   'suppression-upload': () => (require('./suppressions') as typeof import('./suppressions')).run,
   'suppression-upload-contention': () => (require('./upload-contention') as typeof import('./upload-contention')).run,

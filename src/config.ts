@@ -233,6 +233,8 @@ export const configSchema = z.strictObject({
       .describe('How long the writer waits for more work before a group\'s commit starts (0: the next event-loop turn).'),
     groupCommitMaxMessages: z.number().int().min(1).max(10_000).default(1000)
       .describe('Most work, counted in messages (recipient copies), in one writer transaction.'),
+    mimeThreads: z.union([z.number().int().min(0).max(16), z.literal('auto')]).default('auto')
+      .describe('Worker threads that build the MIME of API sends: auto is one fewer than the cores (at least 1, at most 4); 0 builds on the main thread.'),
     bulkTags: z.array(z.string().min(1).max(64)).max(50).default(['bulk', 'marketing', 'newsletter'])
       .describe('Tags that mark a message as bulk: such messages get one-click List-Unsubscribe headers (RFC 8058, as Gmail and Yahoo require of bulk mail) unless the send sets list_unsubscribe or brings its own List-Unsubscribe header. Case-insensitive.'),
   }).prefault({}).describe('Accepting messages (send API and SMTP submission).'),

@@ -9,7 +9,7 @@ import type { EventSink } from './events/record';
 import { registerAuthRoutes } from './auth/routes';
 import { registerUserRoutes } from './users/routes';
 import { Mta } from './delivery/mta';
-import { compilePoolOf, registerMessageRoutes } from './messages';
+import { compilePoolOf, mimePoolOf, registerMessageRoutes } from './messages';
 import { registerDomainRoutes } from './domains/routes';
 import { getSigningKey } from './domains/signing';
 import { createRecheckWorker } from './domains/worker';
@@ -65,7 +65,7 @@ export const MODULES: Module[] = [
   { name: 'election', workers: (deps) => [leaderOf(deps)] },
   { name: 'auth', routes: registerAuthRoutes },
   { name: 'users', routes: registerUserRoutes },
-  { name: 'messages', routes: registerMessageRoutes, workers: (deps) => [compilePoolOf(deps)] },
+  { name: 'messages', routes: registerMessageRoutes, workers: (deps) => [compilePoolOf(deps), mimePoolOf(deps)] },
   { name: 'domains', routes: registerDomainRoutes, workers: (deps) => [singleton(deps, () => createRecheckWorker(deps))] },
   { name: 'pools', routes: registerPoolRoutes, workers: (deps) => [createPoolsWorker(deps), singleton(deps, () => createPoolsPruneWorker(deps))] },
   { name: 'reputation', workers: (deps) => [singleton(deps, () => createReputationWatch(deps))] },

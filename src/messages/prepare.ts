@@ -14,7 +14,8 @@ import { poolExists } from '../pools/lookup';
 import type { AcceptBatch, NewContent, NewMessage } from './accept';
 import { checkHeaderValue } from './addresses';
 import { listUnsubscribeFor } from './bulk';
-import { composeMime, Attachment } from './mime';
+import type { Attachment } from './mime';
+import { mimePoolOf } from './mime-pool';
 import { parseParticipants, Participants, Recipient } from './participants';
 import { compilePoolOf } from './compile-pool';
 import { compileAll, Renderer, Renderers } from './render';
@@ -153,7 +154,7 @@ async function buildCopies(deps: AppDeps, input: CopyInput): Promise<{ contents:
     const first = ids[group.copies[0]];
     const messageIdHeader = `${first}@${deps.config.hostname}`;
     const { subject, html, text } = rendered[g];
-    const raw = await composeMime({
+    const raw = await mimePoolOf(deps).compose({
       from: people.from, to: group.shownTo, cc: people.cc, replyTo: people.replyTo, subject, html, text,
       headers: input.headers, attachments: input.attachments, messageId: messageIdHeader, date: input.now,
     });

@@ -1,0 +1,115 @@
+/**
+ * The MIME builder's worker threads (mime-pool.ts): the bytes built there
+ * are the main thread's bytes, attachments included; a burst asked in one
+ * turn is answered message by message; a thread that ends mid-batch leaves
+ * no send unanswered; after stop() the main thread builds.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { Worker } from 'node:worker_threads';
+import { composeMime, type MimeInput } from '../../src/messages/mime';
+import { MimePool } from '../../src/messages/mime-pool';
+import { mimeInput } from './mime-input';
+
+const text = 'Your order has shipped and will arrive within two working days.\n'.repeat(80);
+
+/** The message with its MIME boundaries (random per build) replaced by one name. */
+const sameBoundaries = (raw: Buffer) => {
+  const s = raw.toString('latin1');
+  const boundaries = [...s.matchAll(/boundary="([^"]+)"/g)].map((m) => m[1]);
+  return boundaries.reduce((out, b, i) => out.split(b).join(`BOUNDARY${i}`), s);
+};
+
+const threadOf = (pool: MimePool): Worker | undefined => (pool as unknown as { slots: Array<{ worker?: Worker }> }).slots[0].worker;
+
+test('a text message built on a worker thread is byte for byte the one the main thread builds', async () => {
+  const pool = new MimePool(1);
+  try {
+    const input: MimeInput = { ...mimeInput, subject: 'Grüße', text };
+    const built = await pool.compose(input);
+    assert.ok(Buffer.isBuffer(built));
+    assert.equal(pool.liveThreads, 1, 'a thread built it');
+    assert.ok(built.equals(await composeMime(input)));
+  } finally {
+    await pool.stop();
+  }
+});
+
+test('html, text and attachments built on a worker thread match the main thread but for the random boundaries', async () => {
+  const pool = new MimePool(1);
+  try {
+    const pdf = Buffer.from(Array.from({ length: 9000 }, (_, i) => i % 251));
+    const input: MimeInput = {
+      ...mimeInput,
+      html: '<p>Your <b>invoice</b></p><img src="cid:logo">',
+      text,
+      attachments: [
+        { filename: 'invoice.pdf', content: pdf, contentType: 'application/pdf' },
+        { filename: 'logo.png', content: Buffer.from('\x89PNG fake', 'latin1'), contentType: 'image/png', contentId: 'logo' },
+        // a text attachment, whose bytes arrive on the thread as a plain Uint8Array
+        { filename: 'prices.csv', content: Buffer.from('Ωμέγα;Ψυχή\n'.repeat(40)), contentType: 'text/csv' },
+      ],
+    };
+    const built = await pool.compose(input);
+    assert.equal(pool.liveThreads, 1);
+    assert.equal(sameBoundaries(built), sameBoundaries(await composeMime(input)));
+    assert.match(built.toString('latin1'), /Content-Disposition: attachment; filename=invoice\.pdf/);
+    assert.ok(built.toString('latin1').includes(pdf.toString('base64').slice(0, 76)), 'the attachment bytes went across whole');
+    assert.match(built.toString('latin1'), /Content-Type: text\/csv; name=prices\.csv\r\nContent-Transfer-Encoding: base64/);
+  } finally {
+    await pool.stop();
+  }
+});
+
+test('a burst asked in one turn is answered message by message', async () => {
+  const pool = new MimePool(2);
+  try {
+    const built = await Promise.all(Array.from({ length: 40 }, (_, i) => pool.compose({ ...mimeInput, subject: `order ${i}`, text: `body ${i}\n` })));
+    built.forEach((raw, i) => {
+      const s = raw.toString('latin1');
+      assert.match(s, new RegExp(`^Subject: order ${i}\\r$`, 'm'));
+      assert.match(s, new RegExp(`\\r\\n\\r\\nbody ${i}\\r\\n$`));
+    });
+    assert.equal(pool.liveThreads, 2, 'both threads took a share');
+  } finally {
+    await pool.stop();
+  }
+});
+
+test('a thread that ends with messages in hand: they are built on the main thread, and the next send starts a new thread', async () => {
+  const pool = new MimePool(1);
+  try {
+    await pool.compose({ ...mimeInput, text: 'warm-up\n' });
+    const first = threadOf(pool);
+    assert.ok(first);
+    const asked = Array.from({ length: 5 }, (_, i) => pool.compose({ ...mimeInput, subject: `held ${i}`, text }));
+    await first.terminate(); // the batch was posted at the end of the turn above, and is lost with the thread
+    const built = await Promise.all(asked);
+    built.forEach((raw, i) => assert.match(raw.toString('latin1'), new RegExp(`^Subject: held ${i}\\r$`, 'm')));
+    assert.equal(pool.liveThreads, 0);
+
+    await pool.compose({ ...mimeInput, text: 'again\n' });
+    assert.equal(pool.liveThreads, 1);
+    assert.notEqual(threadOf(pool), first);
+  } finally {
+    await pool.stop();
+  }
+});
+
+test('after stop() messages are built on the main thread', async () => {
+  const pool = new MimePool(1);
+  await pool.compose({ ...mimeInput, text: 'warm-up\n' });
+  await pool.stop();
+  assert.equal(pool.liveThreads, 0);
+  const built = await pool.compose({ ...mimeInput, text });
+  assert.equal(pool.liveThreads, 0, 'no thread was started again');
+  assert.ok(built.equals(await composeMime({ ...mimeInput, text })));
+});
+
+test('0 threads builds on the main thread', async () => {
+  const pool = new MimePool(0);
+  const built = await pool.compose({ ...mimeInput, text });
+  assert.equal(pool.liveThreads, 0);
+  assert.ok(built.equals(await composeMime({ ...mimeInput, text })));
+  await pool.stop();
+});
