@@ -1,21 +1,29 @@
 /**
  * Where the send API's MIME is built. Building a message (nodemailer's
- * MailComposer: header encoding, quoted-printable, the stream that joins the
- * parts) is the largest share of the main thread's work per send, ~65 µs of
- * ~370 for a 5 KB text message, and the main thread is what limits how many
- * sends a second the appliance accepts. So it runs on `messages.mimeThreads`
- * worker threads (mime-worker.ts; auto: one fewer than the cores, at least one,
- * at most four), and 0 builds on the main thread. The bytes are the same on
- * either: the worker runs the same composeMime.
+ * MailComposer: header encoding, quoted-printable or base64, the stream that
+ * joins the parts) costs the main thread 56–108 µs for a 5 KB text message
+ * and 86–144 ms at a stretch for one with a 7 MB attachment, time in which no
+ * other request, SMTP session or delivery moves. So it runs on
+ * `messages.mimeThreads` worker threads (mime-worker.ts; auto: one fewer than
+ * the cores, at least one, at most four), and 0 builds on the main thread.
+ * The bytes are the same on either: the thread runs the same composeMime.
  *
  * Like the signer (delivery/signer.ts), the requests of one event-loop turn
- * travel to a thread as one message and come back as one, so a burst wakes
- * each thread once per turn. The threads keep the process's priority: a
- * request waits on its MIME (a lowered thread would get a tenth of a core
- * while the main thread is busy). A thread that dies is replaced at the next
- * request, and the messages it held are built on the main thread instead;
- * after stop() everything is built on the main thread. Pending requests are
- * bounded by the requests in flight, which the HTTP and SMTP listeners bound.
+ * travel to a thread as one message, so a burst wakes each thread once per
+ * turn; the thread answers each message as soon as it is built (answers done
+ * in one of its turns travel together), so a small send is not held up by a
+ * large one beside it. The next message goes to the thread with the fewest
+ * bytes in hand. The threads keep the process's priority: a request waits on
+ * its MIME (a lowered thread would get a tenth of a core while the main
+ * thread is busy).
+ *
+ * A thread that ends unexpectedly (it never should: it catches each build's
+ * error) is logged; the messages it held are built on the main thread, and
+ * its slot rests for RESPAWN_DELAY_MS before a new thread starts, so a thread
+ * that cannot start does not cost a start per send. At stop() the threads
+ * finish what they hold (up to STOP_WAIT_MS); later sends build on the main
+ * thread. What waits here is the parts of sends in flight, each within the
+ * request body limit: the same bytes the requests hold anyway.
  */
 import os from 'node:os';
 import path from 'node:path';
@@ -23,8 +31,14 @@ import { Worker } from 'node:worker_threads';
 import type { AppDeps } from '../deps';
 import { composeMime, type MimeInput } from './mime';
 
-/** A thread answers a batch at once: a bound keeps the first of a batch from waiting long for the last. */
+/** Requests posted at once at most: a turn's burst goes in a few messages rather than one huge one. */
 const MAX_BATCH = 16;
+/** A slot whose thread ended unexpectedly starts no new one for this long (its sends go to others or build here). */
+export const RESPAWN_DELAY_MS = 1000;
+/** How long stop() lets the threads finish what they hold before it builds the rest here. */
+const STOP_WAIT_MS = 2000;
+/** A thread's heap; the message bytes themselves live outside it. */
+const THREAD_HEAP_MB = 512;
 
 /** What a thread is asked, and answers, per message (mime-worker.ts). */
 export interface MimeRequest {
@@ -35,6 +49,7 @@ export type MimeAnswer = { id: number; raw: Uint8Array } | { id: number; error: 
 
 interface Pending {
   input: MimeInput;
+  bytes: number;
   resolve(raw: Buffer): void;
   reject(err: Error): void;
 }
@@ -42,8 +57,14 @@ interface Pending {
 interface Slot {
   worker?: Worker;
   pending: Map<number, Pending>;
+  /** bytes of the parts in `pending`: the next message goes to the slot with the fewest */
+  bytes: number;
   /** requests of this turn, posted together when the turn ends */
   outbox: MimeRequest[];
+  /** no new thread before this time (ms, performance.now()) after one ended unexpectedly */
+  restUntil: number;
+  /** called when `pending` empties (stop() waits on it) */
+  onDrained?: () => void;
 }
 
 /** `auto` → one thread fewer than the cores (the main thread keeps one), at least 1 and at most 4. */
@@ -56,14 +77,22 @@ function asBuffer(bytes: Uint8Array): Buffer {
   return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
 
+/** About the bytes a message's parts take (its texts and attachments). */
+function sizeOf(input: MimeInput): number {
+  let bytes = input.subject.length + (input.html?.length ?? 0) + (input.text?.length ?? 0);
+  for (const a of input.attachments) bytes += a.content.length;
+  return bytes;
+}
+
 export class MimePool {
   readonly name = 'mime-builder';
   private readonly slots: Slot[];
   private nextId = 0;
   private closed = false;
 
-  constructor(threads: number | 'auto') {
-    this.slots = Array.from({ length: mimeThreadCount(threads) }, () => ({ pending: new Map(), outbox: [] }));
+  /** `onThreadExit`: a thread ended unexpectedly, with `orphans` messages in hand (they are built here). */
+  constructor(threads: number | 'auto', private readonly onThreadExit?: (code: number, orphans: number) => void) {
+    this.slots = Array.from({ length: mimeThreadCount(threads) }, () => ({ pending: new Map(), bytes: 0, outbox: [], restUntil: 0 }));
   }
 
   /** Threads running now (they start on the first message). */
@@ -75,61 +104,97 @@ export class MimePool {
 
   async stop(): Promise<void> {
     this.closed = true;
-    await Promise.all(this.slots.map((slot) => {
+    await Promise.all(this.slots.map(async (slot) => {
+      this.flush(slot);
+      if (slot.pending.size) {
+        let timer: NodeJS.Timeout | undefined;
+        await new Promise<void>((resolve) => {
+          slot.onDrained = resolve;
+          timer = setTimeout(resolve, STOP_WAIT_MS);
+        });
+        clearTimeout(timer);
+      }
       const worker = slot.worker;
       slot.worker = undefined;
       this.buildHere(slot);
-      return worker?.terminate();
+      await worker?.terminate();
     }));
   }
 
   compose(input: MimeInput): Promise<Buffer> {
-    if (this.closed || this.slots.length === 0) return composeMime(input);
-    const slot = this.slots.reduce((best, s) => (s.pending.size < best.pending.size ? s : best));
+    const slot = this.closed ? undefined : this.pick();
+    if (!slot) return composeMime(input);
     const id = this.nextId++;
+    const bytes = sizeOf(input);
     return new Promise<Buffer>((resolve, reject) => {
-      slot.pending.set(id, { input, resolve, reject });
+      slot.pending.set(id, { input, bytes, resolve, reject });
+      slot.bytes += bytes;
       const queued = slot.outbox.push({ id, input });
       if (queued === MAX_BATCH) this.flush(slot);
       else if (queued === 1) setImmediate(() => this.flush(slot));
     });
   }
 
+  /** The slot with the fewest bytes in hand among those not resting; none when all rest. */
+  private pick(): Slot | undefined {
+    const now = performance.now();
+    let best: Slot | undefined;
+    for (const s of this.slots) if (s.restUntil <= now && (!best || s.bytes < best.bytes)) best = s;
+    return best;
+  }
+
   private flush(slot: Slot): void {
-    if (slot.outbox.length === 0 || this.closed) return;
+    if (slot.outbox.length === 0) return;
     const batch = slot.outbox;
     slot.outbox = [];
-    (slot.worker ?? this.spawn(slot)).postMessage(batch);
+    try {
+      const worker = slot.worker ?? (this.closed ? undefined : this.spawn(slot));
+      if (!worker) return this.buildHere(slot);
+      worker.postMessage(batch);
+    } catch {
+      this.buildHere(slot); // a thread that cannot start or take the batch: this one builds what the slot holds
+    }
   }
 
   private spawn(slot: Slot): Worker {
-    const worker = new Worker(path.join(__dirname, 'mime-worker.js'));
+    const worker = new Worker(path.join(__dirname, 'mime-worker.js'), { resourceLimits: { maxOldGenerationSizeMb: THREAD_HEAP_MB } });
     worker.unref(); // an idle builder never keeps the process alive
     worker.on('message', (answers: MimeAnswer[]) => {
-      for (const answer of answers) {
-        const p = slot.pending.get(answer.id);
-        slot.pending.delete(answer.id);
-        if (!p) continue;
-        if ('raw' in answer) p.resolve(asBuffer(answer.raw));
-        else p.reject(new Error(answer.error));
-      }
+      for (const answer of answers) this.settle(slot, answer);
     });
     worker.on('error', () => undefined); // 'exit' follows and cleans up
-    worker.on('exit', () => {
-      if (slot.worker !== worker) return;
+    worker.on('exit', (code) => {
+      if (slot.worker !== worker) return; // stop() ended it
       slot.worker = undefined;
+      slot.restUntil = performance.now() + RESPAWN_DELAY_MS;
+      this.onThreadExit?.(code, slot.pending.size);
       this.buildHere(slot);
     });
     slot.worker = worker;
     return worker;
   }
 
-  /** Builds on the main thread what a slot's thread held or had not been sent yet (its thread ended). */
+  private settle(slot: Slot, answer: MimeAnswer): void {
+    const p = slot.pending.get(answer.id);
+    if (!p) return;
+    this.forget(slot, answer.id, p);
+    if ('raw' in answer) p.resolve(asBuffer(answer.raw));
+    else p.reject(new Error(answer.error));
+  }
+
+  private forget(slot: Slot, id: number, p: Pending): void {
+    slot.pending.delete(id);
+    slot.bytes -= p.bytes;
+    if (slot.pending.size === 0) slot.onDrained?.();
+  }
+
+  /** Builds on the main thread what a slot holds, posted or not (its thread ended, or stop() is done waiting). */
   private buildHere(slot: Slot): void {
-    const orphans = [...slot.pending.values()];
-    slot.pending.clear();
     slot.outbox = [];
-    for (const p of orphans) composeMime(p.input).then(p.resolve, p.reject);
+    for (const [id, p] of [...slot.pending]) {
+      this.forget(slot, id, p);
+      composeMime(p.input).then(p.resolve, p.reject);
+    }
   }
 }
 
@@ -138,6 +203,10 @@ const pools = new WeakMap<AppDeps, MimePool>();
 
 export function mimePoolOf(deps: AppDeps): MimePool {
   let pool = pools.get(deps);
-  if (!pool) pools.set(deps, (pool = new MimePool(deps.config.messages.mimeThreads)));
+  if (!pool) {
+    const onThreadExit = (code: number, orphans: number) =>
+      deps.log.warn({ code, orphans }, 'a MIME builder thread ended unexpectedly; its messages are built on the main thread');
+    pools.set(deps, (pool = new MimePool(deps.config.messages.mimeThreads, onThreadExit)));
+  }
   return pool;
 }

@@ -12,7 +12,7 @@ import { newId } from '../ids';
 import { isVerifiedDomain } from '../domains/lookup';
 import { poolExists } from '../pools/lookup';
 import type { AcceptBatch, NewContent, NewMessage } from './accept';
-import { checkHeaderValue } from './addresses';
+import { type Address, checkHeaderValue } from './addresses';
 import { listUnsubscribeFor } from './bulk';
 import type { Attachment } from './mime';
 import { mimePoolOf } from './mime-pool';
@@ -155,7 +155,7 @@ async function buildCopies(deps: AppDeps, input: CopyInput): Promise<{ contents:
     const messageIdHeader = `${first}@${deps.config.hostname}`;
     const { subject, html, text } = rendered[g];
     const raw = await mimePoolOf(deps).compose({
-      from: people.from, to: group.shownTo, cc: people.cc, replyTo: people.replyTo, subject, html, text,
+      from: people.from, to: group.shownTo.map(addressOf), cc: people.cc.map(addressOf), replyTo: people.replyTo, subject, html, text,
       headers: input.headers, attachments: input.attachments, messageId: messageIdHeader, date: input.now,
     });
     total += raw.length;
@@ -172,6 +172,9 @@ async function buildCopies(deps: AppDeps, input: CopyInput): Promise<{ contents:
   }
   return { contents, messages };
 }
+
+/** Only what the MIME shows of a recipient: the builder's thread gets a copy, which need not hold substitutions. */
+const addressOf = ({ email, name, domain }: Recipient): Address => ({ email, name, domain });
 
 /** Subject, html and text of each group, all against one budget (see render-budget.ts). */
 function renderGroups(renderers: Renderers, groups: Array<{ data: Record<string, unknown>; dataParam: string }>, maxMessageBytes: number) {

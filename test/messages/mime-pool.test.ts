@@ -61,14 +61,17 @@ test('html, text and attachments built on a worker thread match the main thread 
   }
 });
 
-test('a burst asked in one turn is answered message by message', async () => {
+test('a burst asked in one turn, more than a batch per thread, is answered message by message', async () => {
   const pool = new MimePool(2);
   try {
-    const built = await Promise.all(Array.from({ length: 40 }, (_, i) => pool.compose({ ...mimeInput, subject: `order ${i}`, text: `body ${i}\n` })));
+    // 40 on 2 threads: a full batch of 16 goes at once, the rest at the end of the turn; every answer is over
+    // 4 KB, so each owns its memory and several are handed over in one message
+    const built = await Promise.all(Array.from({ length: 40 }, (_, i) => pool.compose({ ...mimeInput, subject: `order ${i}`, text: `${text}body ${i}\n` })));
     built.forEach((raw, i) => {
       const s = raw.toString('latin1');
+      assert.ok(raw.length > 4096);
       assert.match(s, new RegExp(`^Subject: order ${i}\\r$`, 'm'));
-      assert.match(s, new RegExp(`\\r\\n\\r\\nbody ${i}\\r\\n$`));
+      assert.match(s, new RegExp(`\\r\\nbody ${i}\\r\\n$`));
     });
     assert.equal(pool.liveThreads, 2, 'both threads took a share');
   } finally {
@@ -76,24 +79,52 @@ test('a burst asked in one turn is answered message by message', async () => {
   }
 });
 
-test('a thread that ends with messages in hand: they are built on the main thread, and the next send starts a new thread', async () => {
+test('a small message asked beside a large one is answered first', async () => {
   const pool = new MimePool(1);
+  try {
+    await pool.compose({ ...mimeInput, text: 'warm-up\n' });
+    const order: string[] = [];
+    const large = pool.compose({ ...mimeInput, attachments: [{ filename: 'big.bin', content: Buffer.alloc(8 * 1024 * 1024, 7) }] }).then(() => order.push('large'));
+    const small = pool.compose({ ...mimeInput, text: 'small\n' }).then(() => order.push('small'));
+    await Promise.all([large, small]);
+    assert.deepEqual(order, ['small', 'large']);
+  } finally {
+    await pool.stop();
+  }
+});
+
+test('a thread that ends with messages in hand: they are built on the main thread, it is reported, and its slot rests', async () => {
+  const exits: Array<[number, number]> = [];
+  const pool = new MimePool(1, (code, orphans) => exits.push([code, orphans]));
   try {
     await pool.compose({ ...mimeInput, text: 'warm-up\n' });
     const first = threadOf(pool);
     assert.ok(first);
     const asked = Array.from({ length: 5 }, (_, i) => pool.compose({ ...mimeInput, subject: `held ${i}`, text }));
-    await first.terminate(); // the batch was posted at the end of the turn above, and is lost with the thread
+    // ends before the turn is over: the five are still in the outbox, and would never be posted
+    await first.terminate();
     const built = await Promise.all(asked);
     built.forEach((raw, i) => assert.match(raw.toString('latin1'), new RegExp(`^Subject: held ${i}\\r$`, 'm')));
+    assert.equal(exits.length, 1);
+    assert.equal(exits[0][1], 5, 'the five it held were reported');
     assert.equal(pool.liveThreads, 0);
 
-    await pool.compose({ ...mimeInput, text: 'again\n' });
-    assert.equal(pool.liveThreads, 1);
-    assert.notEqual(threadOf(pool), first);
+    const next = await pool.compose({ ...mimeInput, subject: 'resting', text });
+    assert.match(next.toString('latin1'), /^Subject: resting\r$/m);
+    assert.equal(pool.liveThreads, 0, 'within RESPAWN_DELAY_MS no new thread starts: the main thread built it');
   } finally {
     await pool.stop();
   }
+});
+
+test('stop() lets the threads finish what they hold, then later sends build on the main thread', async () => {
+  const pool = new MimePool(1);
+  await pool.compose({ ...mimeInput, text: 'warm-up\n' });
+  const asked = Array.from({ length: 20 }, (_, i) => pool.compose({ ...mimeInput, subject: `late ${i}`, text }));
+  await pool.stop();
+  const built = await Promise.all(asked);
+  built.forEach((raw, i) => assert.match(raw.toString('latin1'), new RegExp(`^Subject: late ${i}\\r$`, 'm')));
+  assert.equal(pool.liveThreads, 0);
 });
 
 test('after stop() messages are built on the main thread', async () => {
