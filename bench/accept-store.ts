@@ -37,7 +37,7 @@ async function measure(groupCommit: boolean, concurrency: number, count: number)
       while (next < batches.length) await acceptBatch(app.deps, batches[next++]);
     }));
     const perSecond = count / ((performance.now() - t1) / 1000);
-    const metrics = await app.deps.metrics.registry.getSingleMetricAsString('pigeon_accept_group_messages');
+    const metrics = await app.deps.metrics.registry.getSingleMetricAsString('pigeon_writer_commit_weight');
     const sum = Number(/_sum (\S+)/.exec(metrics)?.[1]);
     const n = Number(/_count (\S+)/.exec(metrics)?.[1]);
     return { perSecond, prepareMs, perCommit: sum / n };
