@@ -18,9 +18,10 @@
  * thread is busy).
  *
  * A thread that ends unexpectedly (it never should: it catches each build's
- * error) is logged; the messages it held are built on the main thread, and
- * its slot rests for RESPAWN_DELAY_MS before a new thread starts, so a thread
- * that cannot start does not cost a start per send. At stop() the threads
+ * error), cannot start or cannot take a batch is logged; the messages its
+ * slot held are built on the main thread, and the slot rests for
+ * RESPAWN_DELAY_MS before a new thread starts, so a thread that cannot start
+ * does not cost a start per send. At stop() the threads
  * finish what they hold (up to STOP_WAIT_MS); later sends build on the main
  * thread. What waits here is the parts of sends in flight, each within the
  * request body limit: the same bytes the requests hold anyway.
@@ -33,8 +34,8 @@ import { composeMime, type MimeInput } from './mime';
 
 /** Requests posted at once at most: a turn's burst goes in a few messages rather than one huge one. */
 const MAX_BATCH = 16;
-/** A slot whose thread ended unexpectedly starts no new one for this long (its sends go to others or build here). */
-export const RESPAWN_DELAY_MS = 1000;
+/** A slot whose thread failed starts no new one for this long (its sends go to others or build here). */
+const RESPAWN_DELAY_MS = 1000;
 /** How long stop() lets the threads finish what they hold before it builds the rest here. */
 const STOP_WAIT_MS = 2000;
 /** A thread's heap; the message bytes themselves live outside it. */
@@ -84,15 +85,27 @@ function sizeOf(input: MimeInput): number {
   return bytes;
 }
 
+export interface MimePoolOptions {
+  /** A thread failed (ended, or could not start or take a batch) with `orphans` messages in hand, built here. */
+  onThreadFailure?(reason: string, orphans: number): void;
+  /** ms a failed slot rests (tests) */
+  respawnDelayMs?: number;
+}
+
 export class MimePool {
   readonly name = 'mime-builder';
   private readonly slots: Slot[];
   private nextId = 0;
   private closed = false;
+  private here = 0;
 
-  /** `onThreadExit`: a thread ended unexpectedly, with `orphans` messages in hand (they are built here). */
-  constructor(threads: number | 'auto', private readonly onThreadExit?: (code: number, orphans: number) => void) {
+  constructor(threads: number | 'auto', private readonly options: MimePoolOptions = {}) {
     this.slots = Array.from({ length: mimeThreadCount(threads) }, () => ({ pending: new Map(), bytes: 0, outbox: [], restUntil: 0 }));
+  }
+
+  /** Messages built on the main thread so far: with threads, only those of a failed thread or after stop(). */
+  get builtHere(): number {
+    return this.here;
   }
 
   /** Threads running now (they start on the first message). */
@@ -123,7 +136,7 @@ export class MimePool {
 
   compose(input: MimeInput): Promise<Buffer> {
     const slot = this.closed ? undefined : this.pick();
-    if (!slot) return composeMime(input);
+    if (!slot) return this.composeHere(input);
     const id = this.nextId++;
     const bytes = sizeOf(input);
     return new Promise<Buffer>((resolve, reject) => {
@@ -151,8 +164,13 @@ export class MimePool {
       const worker = slot.worker ?? (this.closed ? undefined : this.spawn(slot));
       if (!worker) return this.buildHere(slot);
       worker.postMessage(batch);
-    } catch {
-      this.buildHere(slot); // a thread that cannot start or take the batch: this one builds what the slot holds
+    } catch (err) {
+      // A thread that cannot start or take the batch: it is ended, and this one builds all the slot holds (answers
+      // the thread still sends find nothing pending).
+      const worker = slot.worker;
+      slot.worker = undefined;
+      void worker?.terminate();
+      this.fail(slot, String((err as Error)?.message ?? err));
     }
   }
 
@@ -162,13 +180,12 @@ export class MimePool {
     worker.on('message', (answers: MimeAnswer[]) => {
       for (const answer of answers) this.settle(slot, answer);
     });
-    worker.on('error', () => undefined); // 'exit' follows and cleans up
+    let error: unknown;
+    worker.on('error', (err) => (error = err)); // 'exit' follows and cleans up
     worker.on('exit', (code) => {
-      if (slot.worker !== worker) return; // stop() ended it
+      if (slot.worker !== worker) return; // stop() or a failed post ended it
       slot.worker = undefined;
-      slot.restUntil = performance.now() + RESPAWN_DELAY_MS;
-      this.onThreadExit?.(code, slot.pending.size);
-      this.buildHere(slot);
+      this.fail(slot, error === undefined ? `exit code ${code}` : String((error as Error)?.message ?? error));
     });
     slot.worker = worker;
     return worker;
@@ -188,13 +205,26 @@ export class MimePool {
     if (slot.pending.size === 0) slot.onDrained?.();
   }
 
-  /** Builds on the main thread what a slot holds, posted or not (its thread ended, or stop() is done waiting). */
+  /** The slot's thread failed: what it held is built here first, then the slot rests and the failure is told. */
+  private fail(slot: Slot, reason: string): void {
+    const orphans = slot.pending.size;
+    this.buildHere(slot);
+    slot.restUntil = performance.now() + (this.options.respawnDelayMs ?? RESPAWN_DELAY_MS);
+    this.options.onThreadFailure?.(reason, orphans);
+  }
+
+  /** Builds on the main thread what a slot holds, posted or not (its thread failed, or stop() is done waiting). */
   private buildHere(slot: Slot): void {
     slot.outbox = [];
     for (const [id, p] of [...slot.pending]) {
       this.forget(slot, id, p);
-      composeMime(p.input).then(p.resolve, p.reject);
+      this.composeHere(p.input).then(p.resolve, p.reject);
     }
+  }
+
+  private composeHere(input: MimeInput): Promise<Buffer> {
+    this.here++;
+    return composeMime(input);
   }
 }
 
@@ -204,9 +234,9 @@ const pools = new WeakMap<AppDeps, MimePool>();
 export function mimePoolOf(deps: AppDeps): MimePool {
   let pool = pools.get(deps);
   if (!pool) {
-    const onThreadExit = (code: number, orphans: number) =>
-      deps.log.warn({ code, orphans }, 'a MIME builder thread ended unexpectedly; its messages are built on the main thread');
-    pools.set(deps, (pool = new MimePool(deps.config.messages.mimeThreads, onThreadExit)));
+    const onThreadFailure = (reason: string, orphans: number) =>
+      deps.log.warn({ reason, orphans }, 'a MIME builder thread failed; its messages are built on the main thread');
+    pools.set(deps, (pool = new MimePool(deps.config.messages.mimeThreads, { onThreadFailure })));
   }
   return pool;
 }

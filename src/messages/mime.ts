@@ -74,7 +74,8 @@ export function crlfLines(text: string | undefined): string | undefined {
   return text === undefined ? text : text.replace(LINE_BREAK, '\r\n');
 }
 
-export function composeMime(input: MimeInput): Promise<Buffer> {
+/** Async, so that an error while the options are made rejects like one while building (the pool's threads count on it). */
+export async function composeMime(input: MimeInput): Promise<Buffer> {
   // baseBoundary: the composer's own form (8 random bytes in hex), which it would otherwise draw from OpenSSL
   // once per message; ours comes from the identifier pool (src/ids.ts). An option MailComposer reads, untyped.
   const options: Mail.Options & { baseBoundary: string } = {

@@ -94,8 +94,8 @@ test('a small message asked beside a large one is answered first', async () => {
 });
 
 test('a thread that ends with messages in hand: they are built on the main thread, it is reported, and its slot rests', async () => {
-  const exits: Array<[number, number]> = [];
-  const pool = new MimePool(1, (code, orphans) => exits.push([code, orphans]));
+  const failures: Array<[string, number]> = [];
+  const pool = new MimePool(1, { onThreadFailure: (reason, orphans) => failures.push([reason, orphans]), respawnDelayMs: 60_000 });
   try {
     await pool.compose({ ...mimeInput, text: 'warm-up\n' });
     const first = threadOf(pool);
@@ -105,13 +105,36 @@ test('a thread that ends with messages in hand: they are built on the main threa
     await first.terminate();
     const built = await Promise.all(asked);
     built.forEach((raw, i) => assert.match(raw.toString('latin1'), new RegExp(`^Subject: held ${i}\\r$`, 'm')));
-    assert.equal(exits.length, 1);
-    assert.equal(exits[0][1], 5, 'the five it held were reported');
+    assert.equal(failures.length, 1);
+    assert.deepEqual(failures[0], ['exit code 1', 5], 'the five it held were reported');
+    assert.equal(pool.builtHere, 5);
     assert.equal(pool.liveThreads, 0);
 
     const next = await pool.compose({ ...mimeInput, subject: 'resting', text });
     assert.match(next.toString('latin1'), /^Subject: resting\r$/m);
-    assert.equal(pool.liveThreads, 0, 'within RESPAWN_DELAY_MS no new thread starts: the main thread built it');
+    assert.equal(pool.liveThreads, 0, 'while the slot rests no new thread starts');
+    assert.equal(pool.builtHere, 6, 'the main thread built it');
+  } finally {
+    await pool.stop();
+  }
+});
+
+test('a batch a thread cannot take: the messages of its slot are built on the main thread, the failure is reported and the slot rests', async () => {
+  const failures: Array<[string, number]> = [];
+  const pool = new MimePool(1, { onThreadFailure: (reason, orphans) => failures.push([reason, orphans]), respawnDelayMs: 60_000 });
+  try {
+    await pool.compose({ ...mimeInput, text: 'warm-up\n' });
+    // a value structured clone cannot copy makes postMessage throw; composeMime itself never reads it
+    const uncloneable = { ...mimeInput, subject: 'odd', text, extra: () => 1 } as MimeInput;
+    const asked = [pool.compose({ ...mimeInput, subject: 'plain', text }), pool.compose(uncloneable)];
+    const [plain, odd] = await Promise.all(asked);
+    assert.match(plain.toString('latin1'), /^Subject: plain\r$/m);
+    assert.match(odd.toString('latin1'), /^Subject: odd\r$/m);
+    assert.equal(failures.length, 1);
+    assert.match(failures[0][0], /could not be cloned/);
+    assert.equal(failures[0][1], 2);
+    assert.equal(pool.builtHere, 2);
+    assert.equal(pool.liveThreads, 0, 'the thread was ended, and the slot rests');
   } finally {
     await pool.stop();
   }
@@ -124,6 +147,7 @@ test('stop() lets the threads finish what they hold, then later sends build on t
   await pool.stop();
   const built = await Promise.all(asked);
   built.forEach((raw, i) => assert.match(raw.toString('latin1'), new RegExp(`^Subject: late ${i}\\r$`, 'm')));
+  assert.equal(pool.builtHere, 0, 'the thread built all twenty before it ended');
   assert.equal(pool.liveThreads, 0);
 });
 
@@ -134,6 +158,7 @@ test('after stop() messages are built on the main thread', async () => {
   assert.equal(pool.liveThreads, 0);
   const built = await pool.compose({ ...mimeInput, text });
   assert.equal(pool.liveThreads, 0, 'no thread was started again');
+  assert.equal(pool.builtHere, 1);
   assert.ok(built.equals(await composeMime({ ...mimeInput, text })));
 });
 
