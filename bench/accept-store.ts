@@ -13,12 +13,13 @@ import { createApp } from '../src/app';
 import { acceptBatch, AcceptBatch } from '../src/messages/accept';
 import { prepareSend } from '../src/messages/prepare';
 import { newId } from '../src/ids';
+import { isBackground } from '../src/modules';
 
 async function measure(groupCommit: boolean, concurrency: number, count: number): Promise<{ perSecond: number; prepareMs: number; perCommit: number }> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'pigeon-bench-store-'));
   const app = await createApp({ dataDir, log: { level: 'warn' }, http: { port: 0 }, smtp: { submission: { port: 0 }, inbound: { port: 0 } }, metrics: { port: 0 }, messages: { groupCommit } });
   try {
-    await Promise.all(app.workers.map((w) => w.stop()));
+    await Promise.all(app.workers.filter(isBackground).map((w) => w.stop()));
     const account = await app.db('accounts').first('id');
     await app.db('domains').insert({ id: newId('dom'), account_id: account.id, name: 'example.com', status: 'verified', created_at: Date.now() });
     const sender = { accountId: account.id as string, mode: 'live' as const };

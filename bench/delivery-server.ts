@@ -17,6 +17,7 @@ import { createApp } from '../src/app';
 import { createKey } from '../src/auth/keys';
 import { addRelayNetworks } from '../src/auth/relay-networks';
 import { SCOPES } from '../src/auth/scopes';
+import { isBackground } from '../src/modules';
 import { answerBenchParent } from './child';
 
 export interface DeliveryServerReady {
@@ -26,9 +27,6 @@ export interface DeliveryServerReady {
   /** the SMTP submission port */
   smtpPort: number;
 }
-
-/** Workers that serve requests rather than work in the background: MIME building and template compiles. */
-const REQUEST_PATH = new Set(['mime-builder', 'template-compiler']);
 
 async function main(): Promise<void> {
   const overrides = JSON.parse(process.argv[2] ?? '{}') as Record<string, unknown>;
@@ -44,7 +42,7 @@ async function main(): Promise<void> {
     metrics: { port: 0 },
     rateLimit: { requestsPerSecond: 1e6, burst: 1e6 },
   });
-  if (process.argv[3] === 'accept-only') await Promise.all(app.workers.filter((w) => !REQUEST_PATH.has(w.name)).map((w) => w.stop()));
+  if (process.argv[3] === 'accept-only') await Promise.all(app.workers.filter(isBackground).map((w) => w.stop()));
   answerBenchParent(app, () => ownDir && fs.rmSync(dataDir, { recursive: true, force: true }));
   // A live key with every scope, as `pigeon keys create --mode live --scopes all` makes (a sandbox key cannot).
   const account = await app.db('accounts').where({ name: 'default' }).first('id');

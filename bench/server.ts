@@ -12,6 +12,7 @@ import { createApp } from '../src/app';
 import { createKey } from '../src/auth/keys';
 import { SCOPES } from '../src/auth/scopes';
 import { newId } from '../src/ids';
+import { isBackground } from '../src/modules';
 import { answerBenchParent } from './child';
 
 export interface ServerReady {
@@ -32,7 +33,7 @@ async function main(): Promise<void> {
     { ...overrides, dataDir, log: { level: 'warn' }, http: { port: 0 }, smtp: { submission: { ...smtp.submission, port: 0 }, inbound: { port: 0 } }, metrics: { port: 0 }, rateLimit: { requestsPerSecond: 1e6, burst: 1e6 } },
     {},
   );
-  await Promise.all(app.workers.map((w) => w.stop()));
+  await Promise.all(app.workers.filter(isBackground).map((w) => w.stop()));
   const account = await app.db('accounts').first('id');
   const now = Date.now();
   await app.db('domains').insert({ id: newId('dom'), account_id: account.id, name: 'example.com', status: 'verified', created_at: now, verified_at: now });

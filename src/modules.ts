@@ -31,9 +31,14 @@ import { TlsReportWorker } from './tls-policy/worker';
 import { compatListeners } from './compat';
 import { leaderOf, singleton } from './db/leader';
 
-/** A background loop (MTA, webhook dispatcher, re-checks…). */
+/** A background loop (MTA, webhook dispatcher, re-checks…), or a thread pool requests wait on. */
 export interface Worker {
   name: string;
+  /**
+   * True for a thread pool that requests wait on (MIME building, template compiles) rather than a loop of its
+   * own: stopping it does not pause any background work, it only moves that work to the main thread.
+   */
+  servesRequests?: boolean;
   start(): void;
   /** Stop taking new work and wait for work in flight (createApp bounds the wait). */
   stop(): Promise<void>;
@@ -42,6 +47,9 @@ export interface Worker {
 }
 
 /** A network listener other than HTTP (SMTP submission, inbound). */
+/** Background loops only: what a caller stops to pause the appliance's own work (the benches' MTA-paused runs). */
+export const isBackground = (w: Worker): boolean => !w.servesRequests;
+
 export interface Listener {
   name: string;
   host: string;

@@ -57,6 +57,7 @@ const shuttingDown = () => new ApiError(503, 'api_error', 'shutting_down', 'the 
 
 export class CompilePool {
   readonly name = 'template-compiler';
+  readonly servesRequests = true;
   private readonly slots: Slot[];
   private readonly queue: Job[] = [];
   private readonly perAccount = new Map<string, number>();

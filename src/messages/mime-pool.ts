@@ -94,6 +94,7 @@ export interface MimePoolOptions {
 
 export class MimePool {
   readonly name = 'mime-builder';
+  readonly servesRequests = true;
   private readonly slots: Slot[];
   private nextId = 0;
   private closed = false;
