@@ -14,6 +14,8 @@
  */
 import type { Knex } from 'knex';
 import type { Queryable, Tx } from './index';
+import { isPostgres } from './index';
+import { jsonRowsInsert } from './json-rows';
 import { wavesOf, type TableWrite, type WriteOrder } from './write-order';
 
 /** Bound variables per statement: far under SQLite's 32,766 and PostgreSQL's 65,535. */
@@ -157,19 +159,30 @@ async function insertChunked(db: Queryable, table: string, rows: readonly object
     list.push(row);
   }
   const sent: Array<Promise<unknown>> = [];
+  const sqlite = !isPostgres(db);
   for (const [shape, list] of byShape) {
     const columns = shape.split(',');
     const perStatement = Math.min(MAX_ROWS, Math.max(1, Math.floor(MAX_VARIABLES / Math.max(1, columns.length))));
     for (let i = 0; i < list.length; i += perStatement) {
       const chunk = list.slice(i, i + perStatement) as Array<Record<string, unknown>>;
-      const bindings = chunk.flatMap((row) => columns.map((c) => row[c]));
-      // undefined means "the column's default" to the query builder, which a bound value cannot say
-      const statement = bindings.includes(undefined) ? db(table).insert(chunk) : db.raw(insertSql(table, columns, chunk.length), bindings as Knex.RawBinding[]);
+      const statement = (sqlite && jsonInsert(db, table, columns, chunk)) || boundInsert(db, table, columns, chunk);
       if (together) sent.push(Promise.resolve(statement));
       else await statement;
     }
   }
   await settleAll(sent);
+}
+
+/** SQLite: the chunk as one JSON value (json-rows.ts), when every value is one JSON carries exactly. */
+function jsonInsert(db: Queryable, table: string, columns: string[], chunk: Array<Record<string, unknown>>): Knex.Raw | undefined {
+  const insert = jsonRowsInsert(table, columns, chunk);
+  return insert && db.raw(insert.sql, [insert.json]);
+}
+
+function boundInsert(db: Queryable, table: string, columns: string[], chunk: Array<Record<string, unknown>>): Knex.Raw | Knex.QueryBuilder {
+  const bindings = chunk.flatMap((row) => columns.map((c) => row[c]));
+  // undefined means "the column's default" to the query builder, which a bound value cannot say
+  return bindings.includes(undefined) ? db(table).insert(chunk) : db.raw(insertSql(table, columns, chunk.length), bindings as Knex.RawBinding[]);
 }
 
 /**
