@@ -69,6 +69,16 @@ export class WalSync {
   private claimed = false;
   /** connections whose commits this syncs that are open (syncCommits attached them, they have not closed) */
   private connections = 0;
+  /**
+   * Whether the WAL under `fd` may have been deleted since an fstat last found it linked. SQLite deletes the WAL
+   * only when the last connection to the database closes, and in WAL mode every open connection holds a shared
+   * lock on the database file that makes another's close not the last. So once an fstat found the file linked
+   * while one of ours was open, and none of ours has begun to close since, nor did the first one open since, the
+   * descriptor is still the WAL's: the syncs skip the fstat (one trip to the thread pool less per sync).
+   */
+  private mayBeDeleted = true;
+  /** counts the moments the WAL may go (a close begun, a first connection opened): a check spanning one proves nothing */
+  private changes = 0;
   /** Told once, when an fdatasync fails (the app logs it). */
   onFailure?: (err: Error) => void;
 
@@ -111,7 +121,18 @@ export class WalSync {
 
   /** A connection opened on the database (the pool made one): its commits are synced from now on. */
   attach(): void {
+    if (!this.connected) this.mayGo();
     this.connections++;
+  }
+
+  /** A connection is about to close (before SQLite closes it, which may delete the WAL). */
+  closing(): void {
+    this.mayGo();
+  }
+
+  private mayGo(): void {
+    this.changes++;
+    this.mayBeDeleted = true;
   }
 
   /**
@@ -128,11 +149,16 @@ export class WalSync {
     try {
       const fd = await this.walFd();
       if (fd === undefined) return; // closed, and no WAL: every commit is in the database file, synced at the close
+      if (!this.mayBeDeleted) return await this.fdatasync(fd);
+      const changes = this.connected ? this.changes : -1;
       // Both settle before either answers: no fdatasync may outlive its sync (a queued one would overlap it).
       const [synced, links] = await Promise.allSettled([this.fdatasync(fd), this.calls.links(fd)]);
       if (synced.status === 'rejected') throw synced.reason;
       if (links.status === 'rejected') throw links.reason;
-      if (links.value > 0) return;
+      if (links.value > 0) {
+        if (changes === this.changes && this.connected) this.mayBeDeleted = false; // see mayBeDeleted
+        return;
+      }
       // SQLite deleted that WAL (every connection closed once) and may write a new one: sync that file instead.
       await this.dropFd();
       const again = await this.walFd();
@@ -222,7 +248,10 @@ export function syncCommits(conn: CommittingConnection, walSync: WalSync): void 
   conn.all = wrap('all');
   conn.run = wrap('run');
   const close = conn.close.bind(conn);
-  conn.close = (cb?: (err: Error | null) => void) => close((err) => void walSync.close().then(() => cb?.(err)));
+  conn.close = (cb?: (err: Error | null) => void) => {
+    walSync.closing();
+    return close((err) => void walSync.close().then(() => cb?.(err)));
+  };
 }
 
 function promised<T>(start: (cb: (err: NodeJS.ErrnoException | null, value: T) => void) => void): Promise<T> {

@@ -33,6 +33,7 @@ function controlledCalls() {
       return walFileCalls.fdatasync(fd);
     },
     async links(fd) {
+      log.push('fstat');
       const err = linksFailure;
       linksFailure = undefined;
       if (err) throw err;
@@ -188,15 +189,46 @@ describe('the WAL synced beside the writer', () => {
     fs.writeFileSync(file, 'frames');
     const log = controlledCalls();
     const walSync = new WalSync(file, log.calls);
-    walSync.attach(); // as syncCommits does for its connection
+    walSync.attach(); // as syncCommits does for each connection the pool opens
+    walSync.attach();
     await walSync.sync();
+    walSync.closing(); // as syncCommits does before SQLite closes a connection, which may delete the WAL
     fs.unlinkSync(file);
     fs.writeFileSync(file, 'new frames');
     await walSync.sync();
     await walSync.sync();
-    assert.deepEqual(log.log, ['open', 'fdatasync', 'fdatasync', 'close', 'open', 'fdatasync', 'fdatasync']);
+    // the third sync checks too: the descriptor opened again was not yet found linked while a connection was open
+    assert.deepEqual(log.log, ['open', 'fdatasync', 'fstat', 'fdatasync', 'fstat', 'close', 'open', 'fdatasync', 'fdatasync', 'fstat']);
     await walSync.close();
     assert.equal(log.log.at(-1), 'close');
+  });
+
+  it('skips the fstat once the WAL was found linked while a connection stayed open; a close or a first open brings it back', async () => {
+    const file = path.join(dir, 'kept.sqlite-wal');
+    fs.writeFileSync(file, 'frames');
+    const log = controlledCalls();
+    const walSync = new WalSync(file, log.calls);
+    const fstats = () => log.log.filter((c) => c === 'fstat').length;
+    walSync.attach();
+    walSync.attach();
+    await walSync.sync();
+    await walSync.sync();
+    await walSync.sync();
+    assert.equal(fstats(), 1, 'only the first sync checks the link');
+    walSync.closing();
+    await walSync.sync();
+    assert.equal(fstats(), 2, 'a connection began to close: the next sync checks again');
+    await walSync.close();
+    await walSync.sync();
+    await walSync.sync();
+    assert.equal(fstats(), 2, 'one still open: the descriptor opened again after the close is the WAL\'s');
+    walSync.closing();
+    await walSync.close();
+    walSync.attach(); // a first connection again: another process may have deleted the WAL meanwhile
+    await walSync.sync();
+    await walSync.sync();
+    assert.equal(fstats(), 3);
+    await walSync.close();
   });
 
   it('a WAL missing while a connection is open fails that sync only; after the last close it needs none', async () => {
@@ -249,7 +281,8 @@ describe('the WAL synced beside the writer', () => {
     await waitFor(() => log.syncs() === 2);
     log.release();
     await Promise.all([first, queued, closed]);
-    assert.deepEqual(log.log, ['open', 'fdatasync', 'fdatasync', 'close']);
+    // the connection closed during the first sync: neither found the WAL linked while one was open
+    assert.deepEqual(log.log, ['open', 'fdatasync', 'fstat', 'fdatasync', 'fstat', 'close']);
   });
 });
 
