@@ -15,7 +15,7 @@
 import type { Knex } from 'knex';
 import type { Queryable, Tx } from './index';
 import { isPostgres } from './index';
-import { jsonRowsInsert } from './json-rows';
+import { jsonColumns, jsonRowsInsert, jsonTuples } from './json-rows';
 import { wavesOf, type TableWrite, type WriteOrder } from './write-order';
 
 /** Bound variables per statement: far under SQLite's 32,766 and PostgreSQL's 65,535. */
@@ -227,9 +227,18 @@ function upsertSql(table: string, key: string[], metrics: string[], rows: number
 async function upsertAdd(db: Queryable, table: string, key: string[], rows: readonly Record<string, unknown>[], metrics: readonly string[]): Promise<void> {
   const columns = [...key, ...metrics];
   const perStatement = Math.max(1, Math.floor(MAX_VARIABLES / columns.length));
+  const sqlite = !isPostgres(db);
   for (let i = 0; i < rows.length; i += perStatement) {
-    const chunk = rows.slice(i, i + perStatement);
-    const bindings = chunk.flatMap((r) => columns.map((c) => (r[c] ?? 0) as string | number));
-    await db.raw(upsertSql(table, key, [...metrics], chunk.length), bindings);
+    const tuples = rows.slice(i, i + perStatement).map((r) => columns.map((c) => (r[c] ?? 0) as string | number));
+    const json = sqlite ? jsonTuples(tuples) : undefined; // one value to bind, not one per column (json-rows.ts)
+    if (json !== undefined) await db.raw(jsonUpsertSql(table, key, [...metrics]), [json]);
+    else await db.raw(upsertSql(table, key, [...metrics], tuples.length), tuples.flat());
   }
+}
+
+/** SQLite: the rows from json_each(?); `WHERE true` tells SQLite's parser that ON CONFLICT begins the upsert. */
+function jsonUpsertSql(table: string, key: string[], metrics: string[]): string {
+  return cachedSql(`json-upsert|${table}|${key.join(',')}|${metrics.join(',')}`, () =>
+    `INSERT INTO ${table} (${[...key, ...metrics].join(', ')}) SELECT ${jsonColumns([...key, ...metrics])} FROM json_each(?) WHERE true ` +
+      `ON CONFLICT (${key.join(', ')}) DO UPDATE SET ${metrics.map((m) => `${m} = ${table}.${m} + excluded.${m}`).join(', ')}`);
 }

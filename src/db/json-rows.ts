@@ -26,21 +26,24 @@
 
 /** The statement and its one value, or undefined when a value is not one JSON carries exactly. */
 export function jsonRowsInsert(table: string, columns: readonly string[], rows: ReadonlyArray<Record<string, unknown>>): { sql: string; json: string } | undefined {
-  const tuples: unknown[][] = new Array(rows.length);
-  for (let r = 0; r < rows.length; r++) {
-    const row = rows[r];
-    const tuple = new Array(columns.length);
-    for (let c = 0; c < columns.length; c++) {
-      const v = row[columns[c]];
-      if (!carriesExactly(v)) return undefined;
-      tuple[c] = v;
-    }
-    tuples[r] = tuple;
-  }
+  const json = jsonTuples(rows.map((row) => columns.map((c) => row[c])));
+  return json === undefined ? undefined : { sql: insertSqlFor(table, columns), json };
+}
+
+/**
+ * `tuples` as one JSON array of arrays for `json_each(?)`, or undefined when a value is not one JSON carries
+ * exactly (see above): the caller then binds the values one by one.
+ */
+export function jsonTuples(tuples: ReadonlyArray<readonly unknown[]>): string | undefined {
+  for (const tuple of tuples) for (const v of tuple) if (!carriesExactly(v)) return undefined;
   const json = JSON.stringify(tuples);
   // JSON.stringify escapes only lone surrogates and control characters as \u: of those, these two differ
-  if (ESCAPES_THAT_DIFFER.test(json)) return undefined;
-  return { sql: sqlFor(table, columns), json };
+  return ESCAPES_THAT_DIFFER.test(json) ? undefined : json;
+}
+
+/** `value->>0 AS a, value->>1 AS b, …`: the columns of a row of `json_each(?)` over jsonTuples' array. */
+export function jsonColumns(names: readonly string[]): string {
+  return names.map((name, i) => `value->>${i} AS "${name}"`).join(', ');
 }
 
 const ESCAPES_THAT_DIFFER = /\\u(?:0000|d[89a-f])/i;
@@ -62,15 +65,14 @@ function carriesExactly(v: unknown): boolean {
 /** Texts per (table, columns): our own table shapes, a few dozen. */
 const texts = new Map<string, string>();
 
-function sqlFor(table: string, columns: readonly string[]): string {
+function insertSqlFor(table: string, columns: readonly string[]): string {
   const id = `${table}|${columns.join(',')}`;
   let sql = texts.get(id);
   if (!sql) {
-    const picks = columns.map((_, i) => `value->>${i}`).join(', ');
     // Rows without an id of their own are numbered by the table in insert order (message_attempts): SQL promises
     // that order only with ORDER BY, which costs a sort, so rows that carry their ids are not sorted.
     const order = columns.includes('id') ? '' : ' ORDER BY key';
-    sql = `INSERT INTO "${table}" (${columns.map((c) => `"${c}"`).join(', ')}) SELECT ${picks} FROM json_each(?)${order}`;
+    sql = `INSERT INTO "${table}" (${columns.map((c) => `"${c}"`).join(', ')}) SELECT ${jsonColumns(columns)} FROM json_each(?)${order}`;
     if (texts.size > 1000) texts.clear();
     texts.set(id, sql);
   }

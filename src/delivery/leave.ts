@@ -9,9 +9,12 @@
  * ours, and only their attempts and events get written (record.ts).
  * Columns a plan leaves undefined keep their value (COALESCE), except
  * next_attempt_at, which every outcome sets. Numbers are CAST in the VALUES
- * list so the statement types the same on SQLite and PostgreSQL.
+ * list so the statement types the same on SQLite and PostgreSQL. On SQLite
+ * the rows are one JSON value instead (db/json-rows.ts: binding each value
+ * costs the main thread more), and one text serves every row count.
  */
-import { rawRows, type Tx } from '../db';
+import { isPostgres, rawRows, type Tx } from '../db';
+import { jsonColumns, jsonTuples } from '../db/json-rows';
 
 export interface LeaveUpdate {
   status: string;
@@ -44,21 +47,23 @@ const ROWS_PER_STATEMENT = 500;
 
 const statements = new Map<number, string>(); // one text per row count up to ROWS_PER_STATEMENT
 
+const UPDATE_FROM_V = `UPDATE messages SET ${[
+  ...SET_ALWAYS.map((c) => `${c} = v.${c}`),
+  ...KEPT_UNLESS_GIVEN.map((c) => `${c} = COALESCE(v.${c}, messages.${c})`),
+  'lease_owner = NULL', 'lease_expires_at = NULL',
+].join(', ')} FROM v WHERE messages.id = v.id AND messages.lease_owner = v.lease_owner AND messages.status = 'sending' RETURNING messages.id`;
+
 function leaveSql(rows: number): string {
   let sql = statements.get(rows);
   if (sql) return sql;
   const tuple = `(${COLUMNS.map(([, numeric]) => (numeric ? 'CAST(? AS BIGINT)' : '?')).join(', ')})`;
-  const set = [
-    ...SET_ALWAYS.map((c) => `${c} = v.${c}`),
-    ...KEPT_UNLESS_GIVEN.map((c) => `${c} = COALESCE(v.${c}, messages.${c})`),
-    'lease_owner = NULL', 'lease_expires_at = NULL',
-  ];
-  sql = `WITH v (${COLUMNS.map(([c]) => c).join(', ')}) AS (VALUES ${Array(rows).fill(tuple).join(', ')}) ` +
-    `UPDATE messages SET ${set.join(', ')} FROM v ` +
-    `WHERE messages.id = v.id AND messages.lease_owner = v.lease_owner AND messages.status = 'sending' RETURNING messages.id`;
+  sql = `WITH v (${COLUMNS.map(([c]) => c).join(', ')}) AS (VALUES ${Array(rows).fill(tuple).join(', ')}) ${UPDATE_FROM_V}`;
   statements.set(rows, sql);
   return sql;
 }
+
+/** SQLite: the same update, its rows from json_each(?) */
+const LEAVE_JSON_SQL = `WITH v AS (SELECT ${jsonColumns(COLUMNS.map(([c]) => c))} FROM json_each(?)) ${UPDATE_FROM_V}`;
 
 function bindings(row: LeaveRow): Array<string | number | null> {
   const u = row.update;
@@ -70,8 +75,10 @@ function bindings(row: LeaveRow): Array<string | number | null> {
 export async function leaveAll(trx: Tx, rows: readonly LeaveRow[]): Promise<Set<string>> {
   const ours = new Set<string>();
   for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) {
-    const chunk = rows.slice(i, i + ROWS_PER_STATEMENT);
-    const changed = rawRows<{ id: string }>(await trx.raw(leaveSql(chunk.length), chunk.flatMap(bindings)));
+    const tuples = rows.slice(i, i + ROWS_PER_STATEMENT).map(bindings);
+    const json = isPostgres(trx) ? undefined : jsonTuples(tuples);
+    const result = json !== undefined ? await trx.raw(LEAVE_JSON_SQL, [json]) : await trx.raw(leaveSql(tuples.length), tuples.flat());
+    const changed = rawRows<{ id: string }>(result);
     for (const r of changed) ours.add(r.id);
   }
   return ours;

@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseConfig } from '../../src/config';
 import { openDatabase, type Db } from '../../src/db';
-import { insertRows } from '../../src/db/buffer';
+import { addToCounters, insertRows } from '../../src/db/buffer';
 import { jsonRowsInsert } from '../../src/db/json-rows';
 import { Writer } from '../../src/db/writer';
 
@@ -96,6 +96,30 @@ describe('buffered inserts', () => {
     assert.deepEqual(back.map((r) => r.hex), [
       Buffer.from('lone \ufffd surrogate').toString('hex').toUpperCase(), // as the driver binds it
       Buffer.from('nul \u0000 byte').toString('hex').toUpperCase(),
+    ]);
+  });
+
+  it('counter additions go as one JSON value on SQLite and add up as bound ones do; a key JSON would change is bound', async () => {
+    await db.schema.createTable('tallies', (t) => {
+      t.string('name');
+      t.integer('day');
+      t.integer('sent');
+      t.integer('bytes');
+      t.primary(['name', 'day']);
+    });
+    const statements: string[] = [];
+    const count = (q: { sql: string }) => statements.push(q.sql);
+    db.on('query', count);
+    const add = (rows: Array<Record<string, unknown>>) => addToCounters(db, 'tallies', ['name', 'day'], rows, ['sent', 'bytes']);
+    await add([{ name: 'a', day: 1, sent: 2, bytes: 10 }, { name: 'b', day: 1, sent: 1 }]);
+    await add([{ name: 'a', day: 1, sent: 3, bytes: 5 }, { name: 'a', day: 2, sent: 1, bytes: 1 }]);
+    await add([{ name: 'lone \ud800', day: 1, sent: 4, bytes: 4 }]);
+    db.off('query', count);
+    assert.deepEqual(statements.map((sql) => /json_each/.test(sql)), [true, true, false]);
+    const back = await db('tallies').orderBy(['name', 'day']).select('name', 'day', 'sent', 'bytes');
+    assert.deepEqual(back, [
+      { name: 'a', day: 1, sent: 5, bytes: 15 }, { name: 'a', day: 2, sent: 1, bytes: 1 }, { name: 'b', day: 1, sent: 1, bytes: 0 },
+      { name: 'lone \ufffd', day: 1, sent: 4, bytes: 4 },
     ]);
   });
 });
