@@ -236,9 +236,9 @@ async function upsertAdd(db: Queryable, table: string, key: string[], rows: read
   }
 }
 
-/** SQLite: the rows from json_each(?); `WHERE true` tells SQLite's parser that ON CONFLICT begins the upsert. */
+/** SQLite: the rows from json_each(?); a WHERE tells SQLite's parser that ON CONFLICT begins the upsert. */
 function jsonUpsertSql(table: string, key: string[], metrics: string[]): string {
   return cachedSql(`json-upsert|${table}|${key.join(',')}|${metrics.join(',')}`, () =>
-    `INSERT INTO ${table} (${[...key, ...metrics].join(', ')}) SELECT ${jsonColumns([...key, ...metrics])} FROM json_each(?) WHERE true ` +
+    `INSERT INTO ${table} (${[...key, ...metrics].join(', ')}) SELECT ${jsonColumns([...key, ...metrics])} FROM json_each(?) AS j WHERE 1 ` +
       `ON CONFLICT (${key.join(', ')}) DO UPDATE SET ${metrics.map((m) => `${m} = ${table}.${m} + excluded.${m}`).join(', ')}`);
 }

@@ -1,7 +1,8 @@
 /**
- * Multi-row inserts on SQLite with one bound value: the rows as one JSON
- * array of arrays, unpacked by SQLite (`SELECT value->>0, value->>1, …
- * FROM json_each(?)`).
+ * Many rows bound as one value on SQLite: the rows as one JSON array of
+ * arrays, unpacked by SQLite (`SELECT j.value->>0, j.value->>1, … FROM
+ * json_each(?) AS j`). The writer's multi-row inserts and counter upserts
+ * (buffer.ts) and the MTA's outcome update (delivery/leave.ts) use it.
  *
  * Why: the sqlite3 driver binds each value on the main thread, and for every
  * value that is not a string it looks up the global `RegExp` and `Date`
@@ -12,16 +13,21 @@
  * (measured with the driver alone). One text for every row count is also one
  * prepared statement per column set instead of one per length.
  *
- * Only rows whose values JSON carries exactly take this path: strings, finite
- * numbers, booleans (1 and 0, as bound) and null. A Buffer, undefined (the
- * column's default), another object, a non-finite number, a lone surrogate or
- * a NUL (which SQLite's JSON would turn into different bytes than binding
- * does) sends the chunk the bound way (the caller's fallback). One difference
- * is kept: the driver binds an integer beyond 32 bits as a float, which a
- * TEXT or untyped column would store as '2147483648.0'; JSON stores the
- * integer. The tables written this way keep numbers in INTEGER, NUMERIC
+ * Only rows whose values JSON carries exactly take this path: strings,
+ * booleans (1 and 0, as bound), null and safe integers. A fraction goes the
+ * bound way: SQLite's text-to-double conversion is not correctly rounded, and
+ * one double in ~20,000 came back a unit in the last place off. So does a
+ * Buffer, undefined (the column's default), another object, a bigint and a
+ * string with a lone surrogate (binding writes U+FFFD, JSON would write the
+ * surrogate's bytes): the caller then binds the values one by one. One
+ * difference is kept: the driver binds an integer beyond 32 bits as a float,
+ * which a TEXT or untyped column would store as '2147483648.0'; JSON stores
+ * the integer. The tables written this way keep numbers in INTEGER, NUMERIC
  * (knex's boolean) or REAL columns only, where the two are the same value
  * (test/db/buffer-insert.test.ts compares every affinity).
+ *
+ * The json_each table is named `j` and its columns qualified: a result column
+ * named `key` or `true` would otherwise be what ORDER BY or WHERE refer to.
  */
 
 /** The statement and its one value, or undefined when a value is not one JSON carries exactly. */
@@ -37,16 +43,19 @@ export function jsonRowsInsert(table: string, columns: readonly string[], rows: 
 export function jsonTuples(tuples: ReadonlyArray<readonly unknown[]>): string | undefined {
   for (const tuple of tuples) for (const v of tuple) if (!carriesExactly(v)) return undefined;
   const json = JSON.stringify(tuples);
-  // JSON.stringify escapes only lone surrogates and control characters as \u: of those, these two differ
-  return ESCAPES_THAT_DIFFER.test(json) ? undefined : json;
+  // JSON.stringify writes a lone surrogate as \udXXX (a literal backslash before "ud8" matches too: bound as well)
+  return LONE_SURROGATE.test(json) ? undefined : json;
 }
 
-/** `value->>0 AS a, value->>1 AS b, …`: the columns of a row of `json_each(?)` over jsonTuples' array. */
-export function jsonColumns(names: readonly string[]): string {
-  return names.map((name, i) => `value->>${i} AS "${name}"`).join(', ');
+/**
+ * `j.value->>0 AS "a", …`: the columns of a row of `json_each(?) AS j` over jsonTuples' array; those named in
+ * `integers` CAST AS INTEGER (a statement that also has a bound form typing its numbers so).
+ */
+export function jsonColumns(names: readonly string[], integers: ReadonlySet<string> = new Set()): string {
+  return names.map((name, i) => (integers.has(name) ? `CAST(j.value->>${i} AS INTEGER) AS "${name}"` : `j.value->>${i} AS "${name}"`)).join(', ');
 }
 
-const ESCAPES_THAT_DIFFER = /\\u(?:0000|d[89a-f])/i;
+const LONE_SURROGATE = /\\ud[89a-f]/i;
 
 function carriesExactly(v: unknown): boolean {
   switch (typeof v) {
@@ -54,7 +63,7 @@ function carriesExactly(v: unknown): boolean {
     case 'boolean':
       return true;
     case 'number':
-      return Number.isFinite(v);
+      return Number.isSafeInteger(v);
     case 'object':
       return v === null;
     default:
@@ -71,8 +80,8 @@ function insertSqlFor(table: string, columns: readonly string[]): string {
   if (!sql) {
     // Rows without an id of their own are numbered by the table in insert order (message_attempts): SQL promises
     // that order only with ORDER BY, which costs a sort, so rows that carry their ids are not sorted.
-    const order = columns.includes('id') ? '' : ' ORDER BY key';
-    sql = `INSERT INTO "${table}" (${columns.map((c) => `"${c}"`).join(', ')}) SELECT ${jsonColumns(columns)} FROM json_each(?)${order}`;
+    const order = columns.includes('id') ? '' : ' ORDER BY j.key';
+    sql = `INSERT INTO "${table}" (${columns.map((c) => `"${c}"`).join(', ')}) SELECT ${jsonColumns(columns)} FROM json_each(?) AS j${order}`;
     if (texts.size > 1000) texts.clear();
     texts.set(id, sql);
   }

@@ -71,14 +71,20 @@ export class WalSync {
   private connections = 0;
   /**
    * Whether the WAL under `fd` may have been deleted since an fstat last found it linked. SQLite deletes the WAL
-   * only when the last connection to the database closes, and in WAL mode every open connection holds a shared
-   * lock on the database file that makes another's close not the last. So once an fstat found the file linked
-   * while one of ours was open, and none of ours has begun to close since, nor did the first one open since, the
-   * descriptor is still the WAL's: the syncs skip the fstat (one trip to the thread pool less per sync).
+   * only when the last connection to the database closes: in WAL mode a connection that has read the database
+   * keeps a shared lock on the file, and another's close is then not the last. Ours have: their set-up pragmas
+   * (journal_mode among them) run before any statement reaches syncCommits, which reports the first (holding).
+   * So once an fstat found the file linked while one of ours held that lock and none was closing, from before
+   * the fstat until after it, the descriptor stays the WAL's until one of ours begins to close; until then the
+   * syncs skip the fstat (one trip to the thread pool less per sync).
    */
   private mayBeDeleted = true;
-  /** counts the moments the WAL may go (a close begun, a first connection opened): a check spanning one proves nothing */
+  /** counts the closes begun: a check spanning one proves nothing */
   private changes = 0;
+  /** connections that began to close (closing) and have not finished (close) */
+  private closingNow = 0;
+  /** open connections that have run a statement (holding), so hold the shared lock */
+  private holders = 0;
   /** Told once, when an fdatasync fails (the app logs it). */
   onFailure?: (err: Error) => void;
 
@@ -121,16 +127,21 @@ export class WalSync {
 
   /** A connection opened on the database (the pool made one): its commits are synced from now on. */
   attach(): void {
-    if (!this.connected) this.mayGo();
     this.connections++;
   }
 
-  /** A connection is about to close (before SQLite closes it, which may delete the WAL). */
-  closing(): void {
-    this.mayGo();
+  /** An attached connection's first statement succeeded: it holds the shared lock until it closes. */
+  holding(): void {
+    this.holders++;
   }
 
-  private mayGo(): void {
+  /**
+   * A connection is about to close (before SQLite closes it, which may delete the WAL); close() follows. `held`:
+   * it had run a statement (holding).
+   */
+  closing(held: boolean): void {
+    this.closingNow++;
+    if (held) this.holders = Math.max(0, this.holders - 1);
     this.changes++;
     this.mayBeDeleted = true;
   }
@@ -141,6 +152,7 @@ export class WalSync {
    */
   async close(): Promise<void> {
     this.connections = Math.max(0, this.connections - 1);
+    this.closingNow = Math.max(0, this.closingNow - 1);
     while (this.running || this.queued) await (this.queued ?? this.running)!.catch(() => {});
     await this.dropFd();
   }
@@ -150,13 +162,13 @@ export class WalSync {
       const fd = await this.walFd();
       if (fd === undefined) return; // closed, and no WAL: every commit is in the database file, synced at the close
       if (!this.mayBeDeleted) return await this.fdatasync(fd);
-      const changes = this.connected ? this.changes : -1;
+      const changes = this.canTrustLink ? this.changes : -1;
       // Both settle before either answers: no fdatasync may outlive its sync (a queued one would overlap it).
       const [synced, links] = await Promise.allSettled([this.fdatasync(fd), this.calls.links(fd)]);
       if (synced.status === 'rejected') throw synced.reason;
       if (links.status === 'rejected') throw links.reason;
       if (links.value > 0) {
-        if (changes === this.changes && this.connected) this.mayBeDeleted = false; // see mayBeDeleted
+        if (changes === this.changes && this.canTrustLink) this.mayBeDeleted = false; // see mayBeDeleted
         return;
       }
       // SQLite deleted that WAL (every connection closed once) and may write a new one: sync that file instead.
@@ -171,6 +183,11 @@ export class WalSync {
 
   private get connected(): boolean {
     return this.connections > 0;
+  }
+
+  /** One of ours holds the lock and none is closing: a link found now lasts until `changes` moves (mayBeDeleted). */
+  private get canTrustLink(): boolean {
+    return this.holders > 0 && this.closingNow === 0;
   }
 
   /** Only a failed fdatasync is final; a failed open or fstat fails this sync's callers alone. */
@@ -224,6 +241,9 @@ function effectOf(sql: string, inTransaction: boolean): Effect {
  */
 export function syncCommits(conn: CommittingConnection, walSync: WalSync): void {
   let inTransaction = false;
+  // A statement succeeded here: after the set-up pragmas (sqliteKnex's afterCreate), so the connection holds the
+  // database's shared lock (WalSync.holding).
+  let holds = false;
   const wrap = (method: 'all' | 'run') => {
     const plain = conn[method].bind(conn);
     return (sql: string, params: unknown, cb: Callback) => {
@@ -232,6 +252,10 @@ export function syncCommits(conn: CommittingConnection, walSync: WalSync): void 
       const failure = effect === 'begin' || effect === 'write' ? walSync.failure : undefined;
       if (failure) return process.nextTick(() => cb.call(undefined, failure));
       return plain(sql, params, function (this: unknown, err, rows) {
+        if (!err && !holds) {
+          holds = true;
+          walSync.holding();
+        }
         if (effect === 'begin' && !err) inTransaction = true;
         // A failed COMMIT mostly rolls back by itself (SQLite does for all but SQLITE_BUSY); when the transaction
         // did stay open, the statements after it are taken for writes of their own and synced, which is safe.
@@ -249,7 +273,8 @@ export function syncCommits(conn: CommittingConnection, walSync: WalSync): void 
   conn.run = wrap('run');
   const close = conn.close.bind(conn);
   conn.close = (cb?: (err: Error | null) => void) => {
-    walSync.closing();
+    walSync.closing(holds);
+    holds = false;
     return close((err) => void walSync.close().then(() => cb?.(err)));
   };
 }

@@ -11,7 +11,8 @@
  * next_attempt_at, which every outcome sets. Numbers are CAST in the VALUES
  * list so the statement types the same on SQLite and PostgreSQL. On SQLite
  * the rows are one JSON value instead (db/json-rows.ts: binding each value
- * costs the main thread more), and one text serves every row count.
+ * costs the main thread more), numbers CAST the same way, and one text
+ * serves every row count.
  */
 import { isPostgres, rawRows, type Tx } from '../db';
 import { jsonColumns, jsonTuples } from '../db/json-rows';
@@ -62,8 +63,9 @@ function leaveSql(rows: number): string {
   return sql;
 }
 
-/** SQLite: the same update, its rows from json_each(?) */
-const LEAVE_JSON_SQL = `WITH v AS (SELECT ${jsonColumns(COLUMNS.map(([c]) => c))} FROM json_each(?)) ${UPDATE_FROM_V}`;
+/** SQLite: the same update, its rows from json_each(?), the numbers CAST as in the VALUES form */
+const LEAVE_JSON_SQL = `WITH v AS (SELECT ${jsonColumns(COLUMNS.map(([c]) => c), new Set(COLUMNS.filter(([, n]) => n).map(([c]) => c)))} ` +
+  `FROM json_each(?) AS j) ${UPDATE_FROM_V}`;
 
 function bindings(row: LeaveRow): Array<string | number | null> {
   const u = row.update;

@@ -184,51 +184,77 @@ describe('the WAL synced beside the writer', () => {
     assert.equal(await visible('rolled-back'), false);
   });
 
+  /** A WalSync of `file` with `open` connections attached, each having run a statement (as syncCommits reports). */
+  function walSyncWith(file: string, open: number) {
+    const log = controlledCalls();
+    const walSync = new WalSync(file, log.calls);
+    for (let i = 0; i < open; i++) {
+      walSync.attach();
+      walSync.holding();
+    }
+    return { log, walSync, fstats: () => log.log.filter((c) => c === 'fstat').length };
+  }
+
   it('a WAL that SQLite deleted and wrote anew is opened again', async () => {
     const file = path.join(dir, 'other.sqlite-wal');
     fs.writeFileSync(file, 'frames');
-    const log = controlledCalls();
-    const walSync = new WalSync(file, log.calls);
-    walSync.attach(); // as syncCommits does for each connection the pool opens
-    walSync.attach();
+    const { log, walSync } = walSyncWith(file, 2);
     await walSync.sync();
-    walSync.closing(); // as syncCommits does before SQLite closes a connection, which may delete the WAL
+    walSync.closing(true); // as syncCommits does before SQLite closes a connection, which may delete the WAL
     fs.unlinkSync(file);
     fs.writeFileSync(file, 'new frames');
     await walSync.sync();
     await walSync.sync();
-    // the third sync checks too: the descriptor opened again was not yet found linked while a connection was open
+    // the third sync checks too: a connection is still closing
     assert.deepEqual(log.log, ['open', 'fdatasync', 'fstat', 'fdatasync', 'fstat', 'close', 'open', 'fdatasync', 'fdatasync', 'fstat']);
     await walSync.close();
     assert.equal(log.log.at(-1), 'close');
   });
 
-  it('skips the fstat once the WAL was found linked while a connection stayed open; a close or a first open brings it back', async () => {
+  it('skips the fstat once the WAL was found linked while a connection held the lock and none was closing', async () => {
     const file = path.join(dir, 'kept.sqlite-wal');
     fs.writeFileSync(file, 'frames');
-    const log = controlledCalls();
-    const walSync = new WalSync(file, log.calls);
-    const fstats = () => log.log.filter((c) => c === 'fstat').length;
-    walSync.attach();
-    walSync.attach();
-    await walSync.sync();
-    await walSync.sync();
-    await walSync.sync();
+    const { walSync, fstats } = walSyncWith(file, 2);
+    for (let i = 0; i < 3; i++) await walSync.sync();
     assert.equal(fstats(), 1, 'only the first sync checks the link');
-    walSync.closing();
+    walSync.closing(true);
     await walSync.sync();
-    assert.equal(fstats(), 2, 'a connection began to close: the next sync checks again');
+    await walSync.sync();
+    assert.equal(fstats(), 3, 'while a connection closes, every sync checks');
     await walSync.close();
     await walSync.sync();
     await walSync.sync();
-    assert.equal(fstats(), 2, 'one still open: the descriptor opened again after the close is the WAL\'s');
-    walSync.closing();
+    assert.equal(fstats(), 4, 'the close ended and one still holds the lock: checked once, then trusted again');
+    walSync.closing(true);
     await walSync.close();
-    walSync.attach(); // a first connection again: another process may have deleted the WAL meanwhile
+    walSync.attach(); // a new connection that has run nothing yet holds no lock: another process's close may be the last
     await walSync.sync();
     await walSync.sync();
-    assert.equal(fstats(), 3);
+    assert.equal(fstats(), 6);
+    walSync.holding();
+    await walSync.sync();
+    await walSync.sync();
+    assert.equal(fstats(), 7);
     await walSync.close();
+  });
+
+  it('a check that a whole close happened during proves nothing: the sync queued behind it finds the new WAL', async () => {
+    const file = path.join(dir, 'raced.sqlite-wal');
+    fs.writeFileSync(file, 'frames');
+    const { log, walSync } = walSyncWith(file, 2);
+    log.hold();
+    const first = walSync.sync();
+    await waitFor(() => log.log.includes('fstat'));
+    await pause(); // the fstat has found the file linked
+    // then a connection closes and the WAL goes (as if that close were the last), and a new one is written
+    walSync.closing(true);
+    fs.unlinkSync(file);
+    fs.writeFileSync(file, 'new frames');
+    const closed = walSync.close(); // its close is counted at once, and waits for the syncs
+    const second = walSync.sync();
+    log.release();
+    await Promise.all([first, second, closed]);
+    assert.deepEqual(log.log, ['open', 'fdatasync', 'fstat', 'fdatasync', 'fstat', 'close', 'open', 'fdatasync', 'close']);
   });
 
   it('a WAL missing while a connection is open fails that sync only; after the last close it needs none', async () => {
@@ -254,6 +280,7 @@ describe('the WAL synced beside the writer', () => {
     const log = controlledCalls();
     const walSync = new WalSync(path.join(dir, 'pigeon.sqlite-wal'), log.calls);
     walSync.attach(); // as syncCommits does for its connection
+    walSync.holding();
     log.failLinks(Object.assign(new Error('EMFILE: too many open files'), { code: 'EMFILE' }));
     log.hold();
     const failed = track(walSync.sync());
