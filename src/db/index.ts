@@ -51,7 +51,10 @@ export function openDatabase(config: Config, filename = databaseFile(config), op
   // SQLite follows a symbolic link to the database and keeps the WAL beside the file it found: so does the sync.
   const walSync = options.syncBeside && synchronous === 'FULL' ? new WalSync(`${fs.realpathSync(filename)}-wal`, options.syncCalls) : undefined;
   const db = sqliteKnex(filename, 1,
-    `PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = ${busyTimeoutMs};` +
+    // busy_timeout first, so the others wait for a lock instead of failing; schema_version reads the database, so
+    // the connection holds its shared lock from here on even when journal_mode has just turned a new file to WAL
+    // (wal-sync.ts relies on it)
+    `PRAGMA busy_timeout = ${busyTimeoutMs}; PRAGMA journal_mode = WAL; PRAGMA schema_version; PRAGMA foreign_keys = ON;` +
     ` PRAGMA synchronous = ${walSync ? 'NORMAL' : synchronous}; ${cachePragmas(WRITER_CACHE_MIB)} PRAGMA journal_size_limit = 67108864;` +
     ` PRAGMA wal_autocheckpoint = ${autoCheckpoint ? 1000 : 0};`,
     walSync && ((conn) => syncCommits(conn, walSync)));
@@ -112,7 +115,8 @@ export function sqliteKnex(filename: string, connections: number, pragmas: strin
       afterCreate(conn: SqliteConnection & { exec(sql: string, cb: (err: Error | null) => void): void }, done: (err: Error | null, conn: unknown) => void) {
         cacheStatements(conn);
         wrap?.(conn);
-        conn.exec(pragmas, (err) => done(err, conn));
+        // a connection that could not be set up is closed here: the pool forgets it without closing it
+        conn.exec(pragmas, (err) => (err ? conn.close(() => done(err, conn)) : done(null, conn)));
       },
     },
     migrations: { directory: MIGRATIONS_DIR, loadExtensions: ['.js'] },

@@ -244,6 +244,7 @@ export function syncCommits(conn: CommittingConnection, walSync: WalSync): void 
   // A statement succeeded here: after the set-up pragmas (sqliteKnex's afterCreate), so the connection holds the
   // database's shared lock (WalSync.holding).
   let holds = false;
+  let closed = false; // a statement answered after the close began must not count the connection again
   const wrap = (method: 'all' | 'run') => {
     const plain = conn[method].bind(conn);
     return (sql: string, params: unknown, cb: Callback) => {
@@ -252,7 +253,7 @@ export function syncCommits(conn: CommittingConnection, walSync: WalSync): void 
       const failure = effect === 'begin' || effect === 'write' ? walSync.failure : undefined;
       if (failure) return process.nextTick(() => cb.call(undefined, failure));
       return plain(sql, params, function (this: unknown, err, rows) {
-        if (!err && !holds) {
+        if (!err && !holds && !closed) {
           holds = true;
           walSync.holding();
         }
@@ -275,6 +276,7 @@ export function syncCommits(conn: CommittingConnection, walSync: WalSync): void 
   conn.close = (cb?: (err: Error | null) => void) => {
     walSync.closing(holds);
     holds = false;
+    closed = true;
     return close((err) => void walSync.close().then(() => cb?.(err)));
   };
 }

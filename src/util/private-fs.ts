@@ -17,7 +17,13 @@ export function ensurePrivateDir(dir: string): void {
  * file, so this covers them too.
  */
 export function ensurePrivateFile(file: string): void {
-  fs.closeSync(fs.openSync(file, 'a', 0o600));
+  // Opened only to create it: closing any descriptor of a file drops every POSIX lock this process holds on it,
+  // SQLite's among them, when the server's own connections have the database open.
+  try {
+    fs.closeSync(fs.openSync(file, 'wx', 0o600));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
   chmodIfOwner(file, 0o600);
 }
 
