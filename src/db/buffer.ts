@@ -13,8 +13,7 @@
  * tables nobody reads back before the commit go through here.
  */
 import type { Knex } from 'knex';
-import type { Queryable, Tx } from './index';
-import { isPostgres } from './index';
+import { isPostgres, type Queryable, type Tx } from './index';
 import { jsonColumns, jsonRowsInsert, jsonTuples } from './json-rows';
 import { wavesOf, type TableWrite, type WriteOrder } from './write-order';
 

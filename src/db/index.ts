@@ -57,9 +57,26 @@ export function openDatabase(config: Config, filename = databaseFile(config), op
     `PRAGMA busy_timeout = ${busyTimeoutMs}; PRAGMA journal_mode = WAL; PRAGMA schema_version; PRAGMA foreign_keys = ON;` +
     ` PRAGMA synchronous = ${walSync ? 'NORMAL' : synchronous}; ${cachePragmas(WRITER_CACHE_MIB)} PRAGMA journal_size_limit = 67108864;` +
     ` PRAGMA wal_autocheckpoint = ${autoCheckpoint ? 1000 : 0};`,
-    walSync && ((conn) => syncCommits(conn, walSync)));
+    (conn) => {
+      beginImmediate(conn);
+      if (walSync) syncCommits(conn, walSync);
+    });
   if (walSync) walSyncs.set(db, walSync);
   return db;
+}
+
+/**
+ * knex begins every SQLite transaction DEFERRED: it takes the write lock at its first write. In WAL mode a
+ * transaction that read first and finds another connection's commit since (a CLI process, a second handle in
+ * this one) cannot write at all: SQLite answers SQLITE_BUSY at once, without the busy handler's wait. So a handle
+ * that writes begins IMMEDIATE: the lock is taken, or waited for, at BEGIN. (The reader handles never write and
+ * keep BEGIN as it is.)
+ */
+function beginImmediate(conn: SqliteConnection): void {
+  for (const method of ['all', 'run'] as const) {
+    const plain = conn[method].bind(conn);
+    conn[method] = (sql, params, cb) => plain(sql === 'BEGIN;' ? 'BEGIN IMMEDIATE;' : sql, params, cb);
+  }
 }
 
 interface OpenOptions {
