@@ -14,7 +14,7 @@
  */
 import type { Knex } from 'knex';
 import { isPostgres, type Queryable, type Tx } from './index';
-import { jsonColumns, jsonRowsInsert, jsonTuples } from './json-rows';
+import { jsonColumns, jsonTuples } from './json-rows';
 import { wavesOf, type TableWrite, type WriteOrder } from './write-order';
 
 /** Bound variables per statement: far under SQLite's 32,766 and PostgreSQL's 65,535. */
@@ -174,8 +174,8 @@ async function insertChunked(db: Queryable, table: string, rows: readonly object
 
 /** SQLite: the chunk as one JSON value (json-rows.ts), when every value is one JSON carries exactly. */
 function jsonInsert(db: Queryable, table: string, columns: string[], chunk: Array<Record<string, unknown>>): Knex.Raw | undefined {
-  const insert = jsonRowsInsert(table, columns, chunk);
-  return insert && db.raw(insert.sql, [insert.json]);
+  const json = jsonTuples(chunk.map((row) => columns.map((c) => row[c])));
+  return json === undefined ? undefined : db.raw(jsonInsertSql(table, columns), [json]);
 }
 
 function boundInsert(db: Queryable, table: string, columns: string[], chunk: Array<Record<string, unknown>>): Knex.Raw | Knex.QueryBuilder {
@@ -215,6 +215,16 @@ const tuples = (columns: number, rows: number) => Array(rows).fill(`(${Array(col
 function insertSql(table: string, columns: string[], rows: number): string {
   return cachedSql(`insert|${table}|${columns.join(',')}|${rows}`, () =>
     `INSERT INTO "${table}" (${columns.map((c) => `"${c}"`).join(', ')}) VALUES ${tuples(columns.length, rows)}`);
+}
+
+/**
+ * SQLite: the rows from json_each(?). Rows without an id of their own are numbered by the table in insert order
+ * (message_attempts): SQL promises that order only with ORDER BY, which costs a sort, so rows with ids skip it.
+ */
+function jsonInsertSql(table: string, columns: string[]): string {
+  return cachedSql(`json-insert|${table}|${columns.join(',')}`, () =>
+    `INSERT INTO "${table}" (${columns.map((c) => `"${c}"`).join(', ')}) SELECT ${jsonColumns(columns)} FROM json_each(?) AS j` +
+      (columns.includes('id') ? '' : ' ORDER BY j.key'));
 }
 
 function upsertSql(table: string, key: string[], metrics: string[], rows: number): string {

@@ -30,12 +30,6 @@
  * named `key` or `true` would otherwise be what ORDER BY or WHERE refer to.
  */
 
-/** The statement and its one value, or undefined when a value is not one JSON carries exactly. */
-export function jsonRowsInsert(table: string, columns: readonly string[], rows: ReadonlyArray<Record<string, unknown>>): { sql: string; json: string } | undefined {
-  const json = jsonTuples(rows.map((row) => columns.map((c) => row[c])));
-  return json === undefined ? undefined : { sql: insertSqlFor(table, columns), json };
-}
-
 /**
  * `tuples` as one JSON array of arrays for `json_each(?)`, or undefined when a value is not one JSON carries
  * exactly (see above): the caller then binds the values one by one.
@@ -69,21 +63,4 @@ function carriesExactly(v: unknown): boolean {
     default:
       return false;
   }
-}
-
-/** Texts per (table, columns): our own table shapes, a few dozen. */
-const texts = new Map<string, string>();
-
-function insertSqlFor(table: string, columns: readonly string[]): string {
-  const id = `${table}|${columns.join(',')}`;
-  let sql = texts.get(id);
-  if (!sql) {
-    // Rows without an id of their own are numbered by the table in insert order (message_attempts): SQL promises
-    // that order only with ORDER BY, which costs a sort, so rows that carry their ids are not sorted.
-    const order = columns.includes('id') ? '' : ' ORDER BY j.key';
-    sql = `INSERT INTO "${table}" (${columns.map((c) => `"${c}"`).join(', ')}) SELECT ${jsonColumns(columns)} FROM json_each(?) AS j${order}`;
-    if (texts.size > 1000) texts.clear();
-    texts.set(id, sql);
-  }
-  return sql;
 }

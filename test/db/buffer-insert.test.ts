@@ -10,7 +10,7 @@ import path from 'node:path';
 import { parseConfig } from '../../src/config';
 import { openDatabase, type Db } from '../../src/db';
 import { addToCounters, insertRows } from '../../src/db/buffer';
-import { jsonRowsInsert } from '../../src/db/json-rows';
+import { jsonTuples } from '../../src/db/json-rows';
 import { Writer } from '../../src/db/writer';
 
 describe('buffered inserts', () => {
@@ -62,9 +62,12 @@ describe('buffered inserts', () => {
     ];
     const columns = ['seq', 't', 'i', 'r', 'n', 'b'];
     const rowsOf = (offset: number) => values.map((v, k) => ({ seq: offset + k, t: v, i: v, r: v, n: v, b: v }));
-    const asJson = jsonRowsInsert('affinities', columns, rowsOf(0));
-    assert.ok(asJson, 'every value here is one JSON carries exactly');
-    await db.raw(asJson.sql, [asJson.json]);
+    const statements: string[] = [];
+    const count = (q: { sql: string }) => statements.push(q.sql);
+    db.on('query', count);
+    await insertRows(db, 'affinities', rowsOf(0)); // outside a writer: written at once
+    db.off('query', count);
+    assert.ok(/json_each/.test(statements.join('\n')), 'every value here is one JSON carries exactly');
     const bound = rowsOf(1000);
     const tuple = `(${columns.map(() => '?').join(', ')})`;
     await db.raw(`INSERT INTO affinities (${columns.join(', ')}) VALUES ${bound.map(() => tuple).join(', ')}`, bound.flatMap((r) => columns.map((c) => (r as Record<string, unknown>)[c])) as never[]);
@@ -102,10 +105,9 @@ describe('buffered inserts', () => {
   });
 
   it('a value JSON would carry differently sends its chunk the bound way', async () => {
-    const columns = ['id', 'note'];
     // fractions: SQLite's text-to-double is not correctly rounded (0.833008434658218 came back a unit off)
     for (const odd of ['lone \ud800 surrogate', 1.5, 0.833008434658218, 1e300, 2 ** 53, Number.NaN, Number.POSITIVE_INFINITY, Buffer.from('x'), undefined, { a: 1 }, 10n]) {
-      assert.equal(jsonRowsInsert('things', columns, [{ id: 'a', note: 'fine' }, { id: 'b', note: odd }]), undefined, String(odd));
+      assert.equal(jsonTuples([['a', 'fine'], ['b', odd]]), undefined, String(odd));
     }
     await writer.run((trx) => insertRows(trx, 'things', [{ id: 'o1', note: 'lone \ud800 surrogate', n: 0.833008434658218 }]));
     const back = await db('things').where({ id: 'o1' }).first();
