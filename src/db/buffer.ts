@@ -14,7 +14,8 @@
  */
 import type { Knex } from 'knex';
 import { isPostgres, type Queryable, type Tx } from './index';
-import { jsonColumns, jsonTuples } from './json-rows';
+import { rideWithCommit, sqlString } from './commit-batch';
+import { jsonColumns, jsonTuples, jsonTuplesWithBlobs } from './json-rows';
 import { wavesOf, type TableWrite, type WriteOrder } from './write-order';
 
 /** Bound variables per statement: far under SQLite's 32,766 and PostgreSQL's 65,535. */
@@ -34,6 +35,8 @@ interface CounterTable {
 
 interface BufferedWrite extends TableWrite {
   run(): Promise<void>;
+  /** SQLite: the write as complete statements with their values in the text, or undefined when a value must be bound */
+  literal(): string[] | undefined;
 }
 
 export class WriteBuffer {
@@ -73,9 +76,12 @@ export class WriteBuffer {
   async flush(trx: Tx, counters = true): Promise<void> {
     const writes: BufferedWrite[] = [];
     const together = this.order !== undefined;
-    for (const [table, rows] of this.inserts) writes.push({ table, rows, run: () => insertChunked(trx, table, rows, together) });
+    for (const [table, rows] of this.inserts) {
+      writes.push({ table, rows, run: () => insertChunked(trx, table, rows, together), literal: () => insertLiterals(table, rows) });
+    }
     if (counters) writes.push(...this.counterWrites(trx));
-    for (const wave of wavesOf(writes, this.order)) await settleAll(wave.map((w) => w.run()));
+    const waves = wavesOf(writes, this.order);
+    if (!(await rideAll(trx, waves.flat()))) for (const wave of waves) await settleAll(wave.map((w) => w.run()));
     this.inserts.clear();
     if (counters) this.counters.clear();
   }
@@ -95,7 +101,8 @@ export class WriteBuffer {
   private counterWrites(trx: Tx): BufferedWrite[] {
     return [...this.counters].map(([table, t]) => {
       const rows = [...t.rows.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, row]) => row);
-      return { table, rows, run: () => upsertAdd(trx, table, t.key, rows, [...t.metrics]) };
+      const metrics = [...t.metrics];
+      return { table, rows, run: () => upsertAdd(trx, table, t.key, rows, metrics), literal: () => upsertLiterals(table, t.key, rows, metrics) };
     });
   }
 
@@ -145,11 +152,8 @@ export async function addToCounters(db: Queryable, table: string, key: string[],
   await upsertAdd(db, table, key, rows, metrics);
 }
 
-/**
- * Rows with the same columns go in one statement (chunked); other column sets in their own. `together`: those
- * statements are sent at once instead of one after another (one table has no order among its own rows).
- */
-async function insertChunked(db: Queryable, table: string, rows: readonly object[], together = false): Promise<void> {
+/** The rows in statement-sized chunks, each of rows with the same columns. */
+function* chunksOf(rows: readonly object[]): Generator<[string[], Array<Record<string, unknown>>]> {
   const byShape = new Map<string, object[]>();
   for (const row of rows) {
     const shape = Object.keys(row).join(',');
@@ -157,25 +161,67 @@ async function insertChunked(db: Queryable, table: string, rows: readonly object
     if (!list) byShape.set(shape, (list = []));
     list.push(row);
   }
-  const sent: Array<Promise<unknown>> = [];
-  const sqlite = !isPostgres(db);
   for (const [shape, list] of byShape) {
     const columns = shape.split(',');
     const perStatement = Math.min(MAX_ROWS, Math.max(1, Math.floor(MAX_VARIABLES / Math.max(1, columns.length))));
-    for (let i = 0; i < list.length; i += perStatement) {
-      const chunk = list.slice(i, i + perStatement) as Array<Record<string, unknown>>;
-      const statement = (sqlite && jsonInsert(db, table, columns, chunk)) || boundInsert(db, table, columns, chunk);
-      if (together) sent.push(Promise.resolve(statement));
-      else await statement;
-    }
+    for (let i = 0; i < list.length; i += perStatement) yield [columns, list.slice(i, i + perStatement) as Array<Record<string, unknown>>];
+  }
+}
+
+/**
+ * Rows with the same columns go in one statement (chunked); other column sets in their own. `together`: those
+ * statements are sent at once instead of one after another (one table has no order among its own rows).
+ */
+async function insertChunked(db: Queryable, table: string, rows: readonly object[], together = false): Promise<void> {
+  const sent: Array<Promise<unknown>> = [];
+  const sqlite = !isPostgres(db);
+  for (const [columns, chunk] of chunksOf(rows)) {
+    const statement = (sqlite && jsonInsert(db, table, columns, chunk)) || boundInsert(db, table, columns, chunk);
+    if (together) sent.push(Promise.resolve(statement));
+    else await statement;
   }
   await settleAll(sent);
 }
 
 /** SQLite: the chunk as one JSON value (json-rows.ts), when every value is one JSON carries exactly. */
 function jsonInsert(db: Queryable, table: string, columns: string[], chunk: Array<Record<string, unknown>>): Knex.Raw | undefined {
-  const json = jsonTuples(chunk.map((row) => columns.map((c) => row[c])));
-  return json === undefined ? undefined : db.raw(jsonInsertSql(table, columns), [json]);
+  const json = jsonTuplesWithBlobs(chunk.map((row) => columns.map((c) => row[c])));
+  return json === undefined ? undefined : db.raw(jsonInsertSql(table, columns, json.blobs), [json.json]);
+}
+
+/** insertChunked's statements with their JSON value as a literal (commit-batch.ts); undefined when one is bound. */
+function insertLiterals(table: string, rows: readonly object[]): string[] | undefined {
+  const statements: string[] = [];
+  for (const [columns, chunk] of chunksOf(rows)) {
+    const json = jsonTuplesWithBlobs(chunk.map((row) => columns.map((c) => row[c])));
+    if (json === undefined) return undefined;
+    statements.push(withJsonLiteral(jsonInsertSql(table, columns, json.blobs), json.json));
+  }
+  return statements;
+}
+
+/** `sql` with its one `json_each(?)` reading `json` from the text instead. */
+function withJsonLiteral(sql: string, json: string): string {
+  const at = sql.indexOf(JSON_PARAMETER);
+  if (at < 0 || sql.indexOf(JSON_PARAMETER, at + 1) >= 0) throw new Error(`expected one ${JSON_PARAMETER} in ${sql}`);
+  return `${sql.slice(0, at)}json_each(${sqlString(json)})${sql.slice(at + JSON_PARAMETER.length)}`;
+}
+
+const JSON_PARAMETER = 'json_each(?)';
+
+/**
+ * SQLite: the writes as statements that ride with the COMMIT (commit-batch.ts), in order; false when one of them
+ * binds a value or the connection cannot, and the caller runs them as statements of their own.
+ */
+async function rideAll(trx: Tx, writes: readonly BufferedWrite[]): Promise<boolean> {
+  if (isPostgres(trx) || !writes.length) return false;
+  const statements: string[] = [];
+  for (const write of writes) {
+    const literal = write.literal();
+    if (!literal) return false;
+    statements.push(...literal);
+  }
+  return rideWithCommit(trx, statements);
 }
 
 function boundInsert(db: Queryable, table: string, columns: string[], chunk: Array<Record<string, unknown>>): Knex.Raw | Knex.QueryBuilder {
@@ -221,9 +267,9 @@ function insertSql(table: string, columns: string[], rows: number): string {
  * SQLite: the rows from json_each(?). Rows without an id of their own are numbered by the table in insert order
  * (message_attempts): SQL promises that order only with ORDER BY, which costs a sort, so rows with ids skip it.
  */
-function jsonInsertSql(table: string, columns: string[]): string {
-  return cachedSql(`json-insert|${table}|${columns.join(',')}`, () =>
-    `INSERT INTO "${table}" (${columns.map((c) => `"${c}"`).join(', ')}) SELECT ${jsonColumns(columns)} FROM json_each(?) AS j` +
+function jsonInsertSql(table: string, columns: string[], blobs: ReadonlySet<number>): string {
+  return cachedSql(`json-insert|${table}|${columns.join(',')}|${[...blobs].join(',')}`, () =>
+    `INSERT INTO "${table}" (${columns.map((c) => `"${c}"`).join(', ')}) SELECT ${jsonColumns(columns, undefined, blobs)} FROM json_each(?) AS j` +
       (columns.includes('id') ? '' : ' ORDER BY j.key'));
 }
 
@@ -243,6 +289,13 @@ async function upsertAdd(db: Queryable, table: string, key: string[], rows: read
     if (json !== undefined) await db.raw(jsonUpsertSql(table, key, [...metrics]), [json]);
     else await db.raw(upsertSql(table, key, [...metrics], tuples.length), tuples.flat());
   }
+}
+
+/** upsertAdd's statements with their JSON value as a literal (commit-batch.ts); undefined when one is bound. */
+function upsertLiterals(table: string, key: string[], rows: readonly Record<string, unknown>[], metrics: string[]): string[] | undefined {
+  const columns = [...key, ...metrics];
+  const json = jsonTuples(rows.map((r) => columns.map((c) => (r[c] ?? 0) as string | number)));
+  return json === undefined ? undefined : [withJsonLiteral(jsonUpsertSql(table, key, metrics), json)];
 }
 
 /** SQLite: the rows from json_each(?); a WHERE tells SQLite's parser that ON CONFLICT begins the upsert. */

@@ -21,6 +21,7 @@ import knex, { Knex } from 'knex';
 import type { Config } from '../config';
 import { ensurePrivateDir, ensurePrivateFile } from '../util/private-fs';
 import { postgresKnex, postgresUrl } from './postgres';
+import { batchTransactionEnds, type ExecConnection } from './commit-batch';
 import { cacheStatements, SqliteConnection } from './statement-cache';
 import { syncCommits, type SyncCalls, WalSync } from './wal-sync';
 
@@ -58,6 +59,7 @@ export function openDatabase(config: Config, filename = databaseFile(config), op
     ` PRAGMA synchronous = ${walSync ? 'NORMAL' : synchronous}; ${cachePragmas(WRITER_CACHE_MIB)} PRAGMA journal_size_limit = 67108864;` +
     ` PRAGMA wal_autocheckpoint = ${autoCheckpoint ? 1000 : 0};`,
     (conn) => {
+      batchTransactionEnds(conn); // inside beginImmediate's rewrite: what it defers is BEGIN IMMEDIATE
       beginImmediate(conn);
       if (walSync) syncCommits(conn, walSync);
     });
@@ -121,7 +123,7 @@ export function cachePragmas(mib: number): string {
  * A knex instance on `filename` with up to `connections` connections, each set up by `pragmas`, reusing its
  * prepared statements (statement-cache.ts) and then wrapped by `wrap`.
  */
-export function sqliteKnex(filename: string, connections: number, pragmas: string, wrap?: (conn: SqliteConnection) => void): Db {
+export function sqliteKnex(filename: string, connections: number, pragmas: string, wrap?: (conn: ExecConnection) => void): Db {
   return knex({
     client: 'sqlite3',
     connection: { filename },
@@ -129,7 +131,7 @@ export function sqliteKnex(filename: string, connections: number, pragmas: strin
     pool: {
       min: 1,
       max: connections,
-      afterCreate(conn: SqliteConnection & { exec(sql: string, cb: (err: Error | null) => void): void }, done: (err: Error | null, conn: unknown) => void) {
+      afterCreate(conn: ExecConnection, done: (err: Error | null, conn: unknown) => void) {
         cacheStatements(conn);
         wrap?.(conn);
         // a connection that could not be set up is closed here: the pool forgets it without closing it

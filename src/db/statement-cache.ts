@@ -44,7 +44,7 @@ interface SqliteStatement {
   finalize(cb?: () => void): unknown;
 }
 
-type Callback = (this: unknown, err: Error | null, rows?: unknown) => void;
+export type Callback = (this: unknown, err: Error | null, rows?: unknown) => void;
 
 /** Statements kept per connection: our hot statements are a few dozen texts; lists of ids add lengths. */
 export const MAX_STATEMENTS = 256;

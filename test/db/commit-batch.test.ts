@@ -1,0 +1,133 @@
+// A writing SQLite connection sends BEGIN with the transaction's first statement, and the writer's buffered rows
+// with the COMMIT (src/db/commit-batch.ts): a group that only inserts is one trip to SQLite's thread. Errors keep
+// their meaning, and nothing that rode with one transaction ever runs outside it.
+import { after, afterEach, before, beforeEach, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import sqlite3 from 'sqlite3';
+import { parseConfig } from '../../src/config';
+import { openDatabase, type Db } from '../../src/db';
+import { insertRows } from '../../src/db/buffer';
+import { rideWithCommit, sqlString } from '../../src/db/commit-batch';
+import { Writer } from '../../src/db/writer';
+
+/** Counts calls into the driver that go to its thread (one trip each): exec, and all/run of the handle and of statements. */
+function tripCounter(): { trips: string[]; restore(): void } {
+  const trips: string[] = [];
+  const patched: Array<[object, string, unknown]> = [];
+  const patch = (proto: Record<string, unknown>, name: string, label: string) => {
+    const original = proto[name] as (...args: unknown[]) => unknown;
+    patched.push([proto, name, original]);
+    proto[name] = function (this: unknown, ...args: unknown[]) {
+      trips.push(`${label} ${String(args[0]).slice(0, 40)}`);
+      return original.apply(this, args);
+    };
+  };
+  const db = sqlite3.Database.prototype as unknown as Record<string, unknown>;
+  const statement = sqlite3.Statement.prototype as unknown as Record<string, unknown>;
+  for (const name of ['exec', 'all', 'run']) patch(db, name, name);
+  for (const name of ['all', 'run']) patch(statement, name, `statement.${name}`);
+  return { trips, restore: () => patched.reverse().forEach(([proto, name, original]) => ((proto as Record<string, unknown>)[name] = original)) };
+}
+
+describe('transactions that batch their ends', () => {
+  let dir: string;
+  let db: Db;
+  let writer: Writer;
+  let counter: ReturnType<typeof tripCounter>;
+
+  before(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pigeon-commit-batch-'));
+    counter = tripCounter(); // before the connection is made: the statement cache binds the handle's methods then
+    db = openDatabase(parseConfig({ dataDir: dir, database: { busyTimeoutMs: 100 } }), undefined, { syncBeside: true });
+    await db.schema.createTable('items', (t) => {
+      t.string('id').primary();
+      t.string('note');
+      t.binary('raw');
+    });
+    writer = new Writer(db, { maxWeight: 100, windowMs: 0 });
+  });
+  after(async () => {
+    counter.restore();
+    await db.destroy();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+  beforeEach(() => counter.trips.splice(0));
+  afterEach(async () => {
+    await db('items').del();
+  });
+
+  it('a writer group that only inserts is one trip: BEGIN, the rows and COMMIT in one exec', async () => {
+    const raw = Buffer.from([0, 1, 2, 39, 255]);
+    await Promise.all([
+      writer.run((trx) => insertRows(trx, 'items', [{ id: 'a', note: `it's`, raw }])),
+      writer.run((trx) => insertRows(trx, 'items', [{ id: 'b', note: 'two\u0000parts', raw: null }])),
+    ]);
+    assert.deepEqual(counter.trips.map((t) => t.split(' ')[0]), ['exec'], counter.trips.join('\n'));
+    assert.match(counter.trips[0], /^exec BEGIN IMMEDIATE/);
+    const back = await db('items').orderBy('id');
+    assert.deepEqual(back, [{ id: 'a', note: `it's`, raw }, { id: 'b', note: 'two\u0000parts', raw: null }]);
+  });
+
+  it('a transaction that runs no statement costs no trip, committed or rolled back', async () => {
+    await db.transaction(async () => {});
+    await assert.rejects(db.transaction(async () => {
+      throw new Error('changed my mind');
+    }), /changed my mind/);
+    assert.deepEqual(counter.trips, []);
+  });
+
+  it('a statement after rows rode sends them first, inside the transaction; a rollback drops them', async () => {
+    await assert.rejects(db.transaction(async (trx) => {
+      assert.equal(await rideWithCommit(trx, [`INSERT INTO items (id) VALUES ('rode')`]), true);
+      const seen = await trx('items').select('id');
+      assert.deepEqual(seen, [{ id: 'rode' }], 'sent before the read, in the transaction');
+      throw new Error('roll back');
+    }), /roll back/);
+    assert.deepEqual(await db('items').select('id'), [], 'rolled back with the transaction');
+    await db.transaction(async (trx) => {
+      assert.equal(await rideWithCommit(trx, [`INSERT INTO items (id) VALUES ('x')`]), true);
+      throw new Error('roll back before any trip');
+    }).catch(() => {});
+    assert.deepEqual(await db('items').select('id'), [], 'nothing rode into the next statement');
+  });
+
+  it('a ridden row that fails fails the COMMIT with its own error; the group is split and the others commit', async () => {
+    await writer.run((trx) => insertRows(trx, 'items', [{ id: 'taken', note: null, raw: null }]));
+    const [good, bad] = await Promise.allSettled([
+      writer.run((trx) => insertRows(trx, 'items', [{ id: 'fresh', note: null, raw: null }])),
+      writer.run((trx) => insertRows(trx, 'items', [{ id: 'taken', note: 'again', raw: null }])),
+    ]);
+    assert.equal(good.status, 'fulfilled');
+    assert.equal(bad.status, 'rejected');
+    assert.match(String((bad as PromiseRejectedResult).reason), /UNIQUE constraint failed: items\.id/);
+    assert.equal(((bad as PromiseRejectedResult).reason as { code?: string }).code, 'SQLITE_CONSTRAINT');
+    assert.deepEqual((await db('items').orderBy('id').select('id', 'note')), [{ id: 'fresh', note: null }, { id: 'taken', note: null }]);
+    await db.transaction((trx) => trx('items').insert({ id: 'after' })); // no transaction was left open
+    assert.equal((await db('items').where({ id: 'after' })).length, 1);
+  });
+
+  it('a BEGIN that cannot take the write lock fails the group, and its rows never run later', async () => {
+    const other = openDatabase(parseConfig({ dataDir: dir }));
+    try {
+      const holder = await other.client.acquireConnection();
+      await new Promise<void>((resolve, reject) => holder.exec('BEGIN IMMEDIATE', (err: Error | null) => (err ? reject(err) : resolve())));
+      await assert.rejects(writer.run((trx) => insertRows(trx, 'items', [{ id: 'locked-out', note: null, raw: null }])), /SQLITE_BUSY/);
+      await new Promise<void>((resolve, reject) => holder.exec('ROLLBACK', (err: Error | null) => (err ? reject(err) : resolve())));
+      other.client.releaseConnection(holder);
+      assert.deepEqual(await db('items').select('id'), [], 'the failed group\'s rows did not ride into this read');
+      await writer.run((trx) => insertRows(trx, 'items', [{ id: 'later', note: null, raw: null }]));
+      assert.deepEqual(await db('items').select('id'), [{ id: 'later' }]);
+    } finally {
+      await other.destroy();
+    }
+  });
+
+  it('only a transaction of a wrapped connection takes rides', async () => {
+    assert.equal(await rideWithCommit(db as never, ['SELECT 1']), false, 'a handle is no transaction');
+    assert.throws(() => sqlString('a\u0000b'), /NUL/);
+    assert.equal(sqlString(`it's ''x''`), `'it''s ''''x'''''`);
+  });
+});
