@@ -12,6 +12,7 @@ import { createKey, startTestApp, type TestApp } from '../test/support/app';
 import { startDnsServer } from '../test/support/dns-server';
 import { startSmtpSink, type SmtpSink } from '../test/support/smtp-sink';
 import { deliveryConfig, pointMx, verifiedDomain } from '../test/delivery/world';
+import sqlite3 from 'sqlite3';
 import { sleep } from './compare-tools';
 import type { CompareOptions, Row } from './compare';
 
@@ -28,20 +29,24 @@ interface Count {
    * many messages there were (test/db/statements.test.ts stops that worker instead).
    */
   timer: number;
+  /** calls into the sqlite3 driver that each go to its thread and back (every connection: writer, readers, checkpoints) */
+  trips: number;
 }
 
 /** A statement of the pools worker's timer: on the IP tables only it writes and reads. */
 const POOLS_TIMER = /^(select \* from `ip_(warmups|throttles)`|insert into `ip_daily_usage`)/;
 
-function counter(app: TestApp): { take(): Count } {
+function counter(app: TestApp, trips: () => number): { take(): Count } {
   let seen: Array<{ tx?: string; sql: string }> = [];
+  let tripsBefore = trips();
   app.db.on('query', (q: { sql: string; __knexTxId?: string }) => {
     seen.push({ tx: q.__knexTxId, sql: q.sql.trimStart().toLowerCase() });
   });
   return {
     take() {
       const timerTx = new Set(seen.filter((q) => q.tx && POOLS_TIMER.test(q.sql)).map((q) => q.tx));
-      const c: Count = { all: 0, statements: 0, selects: 0, transactions: 0, timer: 0 };
+      const c: Count = { all: 0, statements: 0, selects: 0, transactions: 0, timer: 0, trips: trips() - tripsBefore };
+      tripsBefore = trips();
       for (const { tx, sql } of seen) {
         if ((tx && timerTx.has(tx)) || POOLS_TIMER.test(sql)) {
           c.timer++;
@@ -72,14 +77,38 @@ async function sendAndSettle(app: TestApp, sink: SmtpSink, key: string, n: numbe
   app.db.off('query', onQuery);
 }
 
+/**
+ * Counts trips to the driver's thread: exec, and all/run/get/each of a handle or of a prepared statement (a
+ * statement's first preparation is one more, not counted: the statement cache keeps them). Installed before the
+ * app opens its connections, since the statement cache binds a connection's methods when it is made.
+ */
+function countTrips(): { count(): number; restore(): void } {
+  let trips = 0;
+  const undo: Array<() => void> = [];
+  const patch = (proto: Record<string, unknown>, names: string[]) => {
+    for (const name of names) {
+      const original = proto[name] as (...args: unknown[]) => unknown;
+      proto[name] = function (this: unknown, ...args: unknown[]) {
+        trips++;
+        return original.apply(this, args);
+      };
+      undo.push(() => (proto[name] = original));
+    }
+  };
+  patch(sqlite3.Database.prototype as unknown as Record<string, unknown>, ['exec', 'all', 'run', 'get', 'each']);
+  patch(sqlite3.Statement.prototype as unknown as Record<string, unknown>, ['all', 'run', 'get', 'each']);
+  return { count: () => trips, restore: () => undo.forEach((u) => u()) };
+}
+
 export async function statements(o: CompareOptions): Promise<Row> {
   const [dns, sink] = [await startDnsServer(), await startSmtpSink({ host: '127.0.0.1' })];
+  const trips = countTrips();
   const app = await startTestApp({ ...deliveryConfig(dns.address, sink.port), log: { level: 'silent' } });
   try {
     pointMx(dns, 'sink.test', [{ name: 'mx.sink.test', address: '127.0.0.1' }]);
     await verifiedDomain(app, dns, 'sender.bench');
     const key = await createKey(app, 'live', ['messages:send']);
-    const count = counter(app);
+    const count = counter(app, trips.count);
     await sendAndSettle(app, sink, key, 1);
     const cold = count.take();
     await sendAndSettle(app, sink, key, 1);
@@ -88,18 +117,19 @@ export async function statements(o: CompareOptions): Promise<Row> {
     const burst = count.take();
     const per = (x: number) => (x / o.burst).toFixed(2);
     const alone = (c: Count) =>
-      `${c.all} statements with BEGIN and COMMIT (${c.statements} without, ${c.selects} SELECT) in ${c.transactions} transactions; the pools worker's timer ${c.timer} more`;
+      `${c.all} statements with BEGIN and COMMIT (${c.statements} without, ${c.selects} SELECT) in ${c.transactions} transactions; the pools worker's timer ${c.timer} more; ${c.trips} trips to SQLite's thread`;
     console.log(`  the process's first message (cold caches), accept → delivered: ${alone(cold)}`);
     console.log(`  one message alone, accept → delivered: ${alone(one)}`);
-    console.log(`  burst of ${o.burst}: ${burst.all} statements with BEGIN and COMMIT (${burst.statements} without, ${burst.selects} SELECT) in ${burst.transactions} transactions = ${per(burst.all)} statements and ${per(burst.transactions)} transactions per message; the pools worker's timer ${burst.timer} more`);
+    console.log(`  burst of ${o.burst}: ${burst.all} statements with BEGIN and COMMIT (${burst.statements} without, ${burst.selects} SELECT) in ${burst.transactions} transactions = ${per(burst.all)} statements and ${per(burst.transactions)} transactions per message; the pools worker's timer ${burst.timer} more; ${burst.trips} trips to SQLite's thread = ${per(burst.trips)} per message`);
     return {
       target: `SQL statements on the writer (≤ 12 alone, < 2 per message in a burst of ${o.burst})`,
       postfix: 'n/a',
-      pigeon: `alone ${one.all} (first message ${cold.all}); burst ${per(burst.all)}/message (${per(burst.transactions)} transactions/message)`,
+      pigeon: `alone ${one.all} (first message ${cold.all}); burst ${per(burst.all)}/message (${per(burst.transactions)} transactions/message); trips to SQLite's thread: alone ${one.trips}, burst ${per(burst.trips)}/message`,
       command: `npm run bench compare -- --only=statements --burst=${o.burst}`,
     };
   } finally {
     await app.stop();
+    trips.restore();
     await sink.close();
     await dns.close();
   }

@@ -15,7 +15,7 @@
 import type { Knex } from 'knex';
 import { isPostgres, type Queryable, type Tx } from './index';
 import { rideWithCommit, sqlString } from './commit-batch';
-import { jsonColumns, jsonTuples, jsonTuplesWithBlobs } from './json-rows';
+import { jsonColumns, jsonTuples } from './json-rows';
 import { wavesOf, type TableWrite, type WriteOrder } from './write-order';
 
 /** Bound variables per statement: far under SQLite's 32,766 and PostgreSQL's 65,535. */
@@ -81,7 +81,13 @@ export class WriteBuffer {
     }
     if (counters) writes.push(...this.counterWrites(trx));
     const waves = wavesOf(writes, this.order);
-    if (!(await rideAll(trx, waves.flat()))) for (const wave of waves) await settleAll(wave.map((w) => w.run()));
+    const tail = isPostgres(trx) ? [] : literalTail(waves);
+    const ahead = waves.length - tail.length;
+    for (const wave of waves.slice(0, ahead)) await settleAll(wave.map((w) => w.run()));
+    // after the waves before them: whatever runs on the connection sends ridden statements first
+    if (tail.length && !(await rideWithCommit(trx, tail.flat()))) {
+      for (const wave of waves.slice(ahead)) await settleAll(wave.map((w) => w.run()));
+    }
     this.inserts.clear();
     if (counters) this.counters.clear();
   }
@@ -185,17 +191,17 @@ async function insertChunked(db: Queryable, table: string, rows: readonly object
 
 /** SQLite: the chunk as one JSON value (json-rows.ts), when every value is one JSON carries exactly. */
 function jsonInsert(db: Queryable, table: string, columns: string[], chunk: Array<Record<string, unknown>>): Knex.Raw | undefined {
-  const json = jsonTuplesWithBlobs(chunk.map((row) => columns.map((c) => row[c])));
-  return json === undefined ? undefined : db.raw(jsonInsertSql(table, columns, json.blobs), [json.json]);
+  const json = jsonTuples(chunk.map((row) => columns.map((c) => row[c])));
+  return json === undefined ? undefined : db.raw(jsonInsertSql(table, columns), [json]);
 }
 
 /** insertChunked's statements with their JSON value as a literal (commit-batch.ts); undefined when one is bound. */
 function insertLiterals(table: string, rows: readonly object[]): string[] | undefined {
   const statements: string[] = [];
   for (const [columns, chunk] of chunksOf(rows)) {
-    const json = jsonTuplesWithBlobs(chunk.map((row) => columns.map((c) => row[c])));
+    const json = jsonTuples(chunk.map((row) => columns.map((c) => row[c])));
     if (json === undefined) return undefined;
-    statements.push(withJsonLiteral(jsonInsertSql(table, columns, json.blobs), json.json));
+    statements.push(withJsonLiteral(jsonInsertSql(table, columns), json));
   }
   return statements;
 }
@@ -210,18 +216,29 @@ function withJsonLiteral(sql: string, json: string): string {
 const JSON_PARAMETER = 'json_each(?)';
 
 /**
- * SQLite: the writes as statements that ride with the COMMIT (commit-batch.ts), in order; false when one of them
- * binds a value or the connection cannot, and the caller runs them as statements of their own.
+ * SQLite: the statements of the last waves whose every value can be written in the statement's text, a list per
+ * wave, to ride with the COMMIT (commit-batch.ts). Blobs are bound (message contents: as hex text they cost the
+ * main thread more to build and hand over than the trips saved), so a group of accepts sends its contents as a
+ * statement, then the rest with the COMMIT.
  */
-async function rideAll(trx: Tx, writes: readonly BufferedWrite[]): Promise<boolean> {
-  if (isPostgres(trx) || !writes.length) return false;
+function literalTail(waves: readonly BufferedWrite[][]): string[][] {
+  const tail: string[][] = [];
+  for (let i = waves.length - 1; i >= 0; i--) {
+    const literal = literalWave(waves[i]);
+    if (!literal) break;
+    tail.unshift(literal);
+  }
+  return tail;
+}
+
+function literalWave(wave: readonly BufferedWrite[]): string[] | undefined {
   const statements: string[] = [];
-  for (const write of writes) {
+  for (const write of wave) {
     const literal = write.literal();
-    if (!literal) return false;
+    if (!literal) return undefined;
     statements.push(...literal);
   }
-  return rideWithCommit(trx, statements);
+  return statements;
 }
 
 function boundInsert(db: Queryable, table: string, columns: string[], chunk: Array<Record<string, unknown>>): Knex.Raw | Knex.QueryBuilder {
@@ -267,9 +284,9 @@ function insertSql(table: string, columns: string[], rows: number): string {
  * SQLite: the rows from json_each(?). Rows without an id of their own are numbered by the table in insert order
  * (message_attempts): SQL promises that order only with ORDER BY, which costs a sort, so rows with ids skip it.
  */
-function jsonInsertSql(table: string, columns: string[], blobs: ReadonlySet<number>): string {
-  return cachedSql(`json-insert|${table}|${columns.join(',')}|${[...blobs].join(',')}`, () =>
-    `INSERT INTO "${table}" (${columns.map((c) => `"${c}"`).join(', ')}) SELECT ${jsonColumns(columns, undefined, blobs)} FROM json_each(?) AS j` +
+function jsonInsertSql(table: string, columns: string[]): string {
+  return cachedSql(`json-insert|${table}|${columns.join(',')}`, () =>
+    `INSERT INTO "${table}" (${columns.map((c) => `"${c}"`).join(', ')}) SELECT ${jsonColumns(columns)} FROM json_each(?) AS j` +
       (columns.includes('id') ? '' : ' ORDER BY j.key'));
 }
 

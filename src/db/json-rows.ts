@@ -14,11 +14,10 @@
  * prepared statement per column set instead of one per length.
  *
  * Only rows whose values JSON carries exactly take this path: strings,
- * booleans (1 and 0, as bound), null and safe integers, and in inserts
- * Buffers as hex (unhex() gives back the same bytes). A fraction goes the
+ * booleans (1 and 0, as bound), null and safe integers. A fraction goes the
  * bound way: SQLite's text-to-double conversion is not correctly rounded, and
  * one double in ~20,000 came back a unit in the last place off. So does a
- * Buffer elsewhere, undefined (the column's default), another object, a bigint and a
+ * Buffer, undefined (the column's default), another object, a bigint and a
  * string with a lone surrogate (binding writes U+FFFD, JSON would write the
  * surrogate's bytes): the caller then binds the values one by one. One
  * difference is kept: the driver binds an integer beyond 32 bits as a float,
@@ -37,65 +36,27 @@
  */
 export function jsonTuples(tuples: ReadonlyArray<readonly unknown[]>): string | undefined {
   for (const tuple of tuples) for (const v of tuple) if (!carriesExactly(v)) return undefined;
-  const json = JSON.stringify(tuples);
-  // JSON.stringify writes a lone surrogate as \udXXX (a literal backslash before "ud8" matches too: bound as well)
-  return LONE_SURROGATE.test(json) ? undefined : json;
-}
-
-/** Bytes of blobs in one JSON value at most: as hex they take twice that, and the text is copied a few times. */
-export const MAX_JSON_BLOB_BYTES = 4 * 1024 * 1024;
-
-/**
- * jsonTuples for rows that may hold blobs: a column whose values are Buffers (or null) is written as hex text and
- * named in `blobs`, for jsonColumns to read back with unhex(). Undefined as jsonTuples, and when a column mixes
- * Buffers with other values or the blobs are larger than MAX_JSON_BLOB_BYTES.
- */
-export function jsonTuplesWithBlobs(tuples: ReadonlyArray<readonly unknown[]>): { json: string; blobs: Set<number> } | undefined {
-  const blobs = new Set<number>();
-  let bytes = 0;
-  for (const tuple of tuples) tuple.forEach((v, i) => {
-    if (Buffer.isBuffer(v)) {
-      blobs.add(i);
-      bytes += v.length;
-    }
-  });
-  if (!blobs.size) {
-    const json = jsonTuples(tuples);
-    return json === undefined ? undefined : { json, blobs };
-  }
-  if (bytes > MAX_JSON_BLOB_BYTES) return undefined;
-  const hexed: unknown[][] = [];
-  for (const tuple of tuples) {
-    const row = [...tuple];
-    for (const i of blobs) {
-      const v = row[i];
-      if (v === null) continue;
-      if (!Buffer.isBuffer(v)) return undefined; // a column mixing blobs with other values: bound as it is
-      row[i] = v.toString('hex');
-    }
-    hexed.push(row);
-  }
-  const json = jsonTuples(hexed);
-  return json === undefined ? undefined : { json, blobs };
+  return JSON.stringify(tuples);
 }
 
 /**
  * `j.value->>0 AS "a", …`: the columns of a row of `json_each(?) AS j` over jsonTuples' array; those named in
- * `integers` CAST AS INTEGER (a statement that also has a bound form typing its numbers so), those at the
- * positions in `blobs` read back from hex (jsonTuplesWithBlobs).
+ * `integers` CAST AS INTEGER (a statement that also has a bound form typing its numbers so).
  */
-export function jsonColumns(names: readonly string[], integers: ReadonlySet<string> = new Set(), blobs: ReadonlySet<number> = new Set()): string {
-  return names.map((name, i) => {
-    if (blobs.has(i)) return `unhex(j.value->>${i}) AS "${name}"`;
-    return integers.has(name) ? `CAST(j.value->>${i} AS INTEGER) AS "${name}"` : `j.value->>${i} AS "${name}"`;
-  }).join(', ');
+export function jsonColumns(names: readonly string[], integers: ReadonlySet<string> = new Set()): string {
+  return names.map((name, i) => (integers.has(name) ? `CAST(j.value->>${i} AS INTEGER) AS "${name}"` : `j.value->>${i} AS "${name}"`)).join(', ');
 }
 
-const LONE_SURROGATE = /\\ud[89a-f]/i;
+/** String.prototype.isWellFormed (Node 20; not in TypeScript's ES2023 library) */
+interface WellFormed {
+  isWellFormed(): boolean;
+}
 
 function carriesExactly(v: unknown): boolean {
   switch (typeof v) {
     case 'string':
+      // binding writes a lone surrogate as U+FFFD, JSON.stringify as its escape: not the same text
+      return (v as unknown as WellFormed).isWellFormed();
     case 'boolean':
       return true;
     case 'number':

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { parseConfig } from '../../src/config';
 import { openDatabase, type Db } from '../../src/db';
 import { addToCounters, insertRows } from '../../src/db/buffer';
-import { jsonTuples, jsonTuplesWithBlobs, MAX_JSON_BLOB_BYTES } from '../../src/db/json-rows';
+import { jsonTuples } from '../../src/db/json-rows';
 import { Writer } from '../../src/db/writer';
 
 describe('buffered inserts', () => {
@@ -89,27 +89,6 @@ describe('buffered inserts', () => {
       assert.deepEqual({ ...viaJson[k], t: undefined, b: undefined }, { ...viaBinding[k], t: undefined, b: undefined }, String(v));
       assert.equal(viaJson[k].b, `integer:${v}`);
     });
-  });
-
-  it('bytes go as hex in the JSON value and are stored as the bound blob; a column mixing bytes and text is bound', async () => {
-    await db.raw('CREATE TABLE blobs (seq INTEGER, t TEXT, b BLOB, u)');
-    const values = [Buffer.from([0, 39, 92, 255]), Buffer.alloc(0), Buffer.from('it\'s text'), null, Buffer.alloc(70_000, 7)];
-    const rowsOf = (offset: number) => values.map((v, k) => ({ seq: offset + k, t: v, b: v, u: v }));
-    const statements: string[] = [];
-    const count = (q: { sql: string }) => statements.push(q.sql);
-    db.on('query', count);
-    await insertRows(db, 'blobs', rowsOf(0));
-    await writer.run((trx) => insertRows(trx, 'blobs', rowsOf(100)));
-    db.off('query', count);
-    assert.equal(statements.filter((sql) => /unhex\(j\.value->>1\)/.test(sql)).length, 2, statements.map((s) => s.slice(0, 120)).join('\n'));
-    await db.raw('INSERT INTO blobs (seq, t, b, u) VALUES ' + values.map(() => '(?, ?, ?, ?)').join(', '), rowsOf(200).flatMap((r) => [r.seq, r.t, r.b, r.u]) as never[]);
-    const stored = (from: number) => db.raw(`SELECT typeof(t) || ':' || hex(t) AS t, typeof(b) || ':' || hex(b) AS b, typeof(u) || ':' || hex(u) AS u FROM blobs WHERE seq >= ? AND seq < ? ORDER BY seq`, [from, from + 100]);
-    const bound = await stored(200);
-    assert.equal((bound as unknown[]).length, values.length);
-    assert.deepEqual(await stored(0), bound, 'one JSON value');
-    assert.deepEqual(await stored(100), bound, 'riding with the COMMIT');
-    assert.equal(jsonTuplesWithBlobs([[Buffer.from('a')], ['text']]), undefined, 'bytes and text in one column');
-    assert.equal(jsonTuplesWithBlobs([[Buffer.alloc(MAX_JSON_BLOB_BYTES + 1)]]), undefined, 'beyond the size bound');
   });
 
   it('the writer\'s rows go as one JSON value; rows without ids keep their order whatever their columns are called', async () => {

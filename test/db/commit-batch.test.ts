@@ -45,6 +45,9 @@ describe('transactions that batch their ends', () => {
     await db.schema.createTable('items', (t) => {
       t.string('id').primary();
       t.string('note');
+    });
+    await db.schema.createTable('blobs', (t) => {
+      t.string('id').primary();
       t.binary('raw');
     });
     writer = new Writer(db, { maxWeight: 100, windowMs: 0 });
@@ -57,18 +60,29 @@ describe('transactions that batch their ends', () => {
   beforeEach(() => counter.trips.splice(0));
   afterEach(async () => {
     await db('items').del();
+    await db('blobs').del();
   });
 
   it('a writer group that only inserts is one trip: BEGIN, the rows and COMMIT in one exec', async () => {
-    const raw = Buffer.from([0, 1, 2, 39, 255]);
     await Promise.all([
-      writer.run((trx) => insertRows(trx, 'items', [{ id: 'a', note: `it's`, raw }])),
-      writer.run((trx) => insertRows(trx, 'items', [{ id: 'b', note: 'two\u0000parts', raw: null }])),
+      writer.run((trx) => insertRows(trx, 'items', [{ id: 'a', note: `it's` }])),
+      writer.run((trx) => insertRows(trx, 'items', [{ id: 'b', note: 'two\u0000parts' }])),
     ]);
     assert.deepEqual(counter.trips.map((t) => t.split(' ')[0]), ['exec'], counter.trips.join('\n'));
     assert.match(counter.trips[0], /^exec BEGIN IMMEDIATE/);
-    const back = await db('items').orderBy('id');
-    assert.deepEqual(back, [{ id: 'a', note: `it's`, raw }, { id: 'b', note: 'two\u0000parts', raw: null }]);
+    assert.deepEqual(await db('items').orderBy('id'), [{ id: 'a', note: `it's` }, { id: 'b', note: 'two\u0000parts' }]);
+  });
+
+  it('bytes are bound: their rows go first, with the BEGIN before them, and the rows after ride with the COMMIT', async () => {
+    const raw = Buffer.from([0, 39, 255]);
+    await writer.run(async (trx) => {
+      await insertRows(trx, 'blobs', [{ id: 'x', raw }]);
+      await insertRows(trx, 'items', [{ id: 'after-blob', note: null }]);
+    });
+    assert.deepEqual(counter.trips.map((t) => t.split(/[ .]/)[0]), ['exec', 'statement', 'exec'], counter.trips.join('\n'));
+    assert.match(counter.trips[2], /^exec INSERT INTO "items"/);
+    assert.deepEqual(await db('blobs').select('id', 'raw'), [{ id: 'x', raw }]);
+    assert.deepEqual(await db('items').select('id'), [{ id: 'after-blob' }]);
   });
 
   it('a transaction that runs no statement costs no trip, committed or rolled back', async () => {
@@ -95,10 +109,10 @@ describe('transactions that batch their ends', () => {
   });
 
   it('a ridden row that fails fails the COMMIT with its own error; the group is split and the others commit', async () => {
-    await writer.run((trx) => insertRows(trx, 'items', [{ id: 'taken', note: null, raw: null }]));
+    await writer.run((trx) => insertRows(trx, 'items', [{ id: 'taken', note: null }]));
     const [good, bad] = await Promise.allSettled([
-      writer.run((trx) => insertRows(trx, 'items', [{ id: 'fresh', note: null, raw: null }])),
-      writer.run((trx) => insertRows(trx, 'items', [{ id: 'taken', note: 'again', raw: null }])),
+      writer.run((trx) => insertRows(trx, 'items', [{ id: 'fresh', note: null }])),
+      writer.run((trx) => insertRows(trx, 'items', [{ id: 'taken', note: 'again' }])),
     ]);
     assert.equal(good.status, 'fulfilled');
     assert.equal(bad.status, 'rejected');
@@ -114,11 +128,11 @@ describe('transactions that batch their ends', () => {
     try {
       const holder = await other.client.acquireConnection();
       await new Promise<void>((resolve, reject) => holder.exec('BEGIN IMMEDIATE', (err: Error | null) => (err ? reject(err) : resolve())));
-      await assert.rejects(writer.run((trx) => insertRows(trx, 'items', [{ id: 'locked-out', note: null, raw: null }])), /SQLITE_BUSY/);
+      await assert.rejects(writer.run((trx) => insertRows(trx, 'items', [{ id: 'locked-out', note: null }])), /SQLITE_BUSY/);
       await new Promise<void>((resolve, reject) => holder.exec('ROLLBACK', (err: Error | null) => (err ? reject(err) : resolve())));
       other.client.releaseConnection(holder);
       assert.deepEqual(await db('items').select('id'), [], 'the failed group\'s rows did not ride into this read');
-      await writer.run((trx) => insertRows(trx, 'items', [{ id: 'later', note: null, raw: null }]));
+      await writer.run((trx) => insertRows(trx, 'items', [{ id: 'later', note: null }]));
       assert.deepEqual(await db('items').select('id'), [{ id: 'later' }]);
     } finally {
       await other.destroy();
