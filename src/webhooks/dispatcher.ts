@@ -33,8 +33,15 @@ import { secretsKey } from './store';
 
 type DispatcherDeps = Pick<AppDeps, 'config' | 'db' | 'reader' | 'clock' | 'log' | 'metrics' | 'signals' | 'writer'>;
 
-/** A claim takes up to this many rounds of perWebhookConcurrency per webhook: fewer claims, longer leases. */
-export const CLAIM_ROUNDS = 8;
+/**
+ * A claim takes up to this many rounds of perWebhookConcurrency per webhook: fewer claims, longer leases. While
+ * mail flows at full speed, a claim takes ~15 ms to come back (its turn at the writer's connection), and a fast
+ * receiver answers a round in ~1-2 ms: with 8 rounds, one webhook on every event kept pace with 40 % of the
+ * events at most; with 16, 60 % (compare --only=webhook; docs/benchmarks.md).
+ */
+export const CLAIM_ROUNDS = 16;
+/** Time beyond the attempts a lease allows for, once per claim: writing results, a busy event loop. */
+const LEASE_SLACK_MS = 60_000;
 /**
  * A webhook's next claim is made once it holds this many rounds or fewer (queued and in flight). A claim waits
  * its turn at the database's writer connection, ~15 ms while mail flows at full speed: made when only the last
@@ -76,11 +83,13 @@ export class WebhookDispatcher implements Worker {
     this.owner = newOwner(deps.config.node.id);
     this.slots = new Slots({ concurrency, perWebhookConcurrency });
     this.runner = new AttemptRunner(deps, this.owner);
-    // Longer than the longest attempt (two lookups + the request), for every round the row may wait in the queue:
-    // behind at most REFILL_ROUNDS rounds held when it was claimed, and the rounds of its own claim. That assumes
-    // the webhook gets its full share each round: with more busy webhooks than `concurrency` has slots for, a row
-    // can outwait its lease, and another node may then send it too (at least once, as every delivery is).
-    this.leaseMs = (timeoutMs + 4 * deps.config.dns.timeoutMs + 30_000) * (CLAIM_ROUNDS + REFILL_ROUNDS);
+    // The longest attempt (the guard's lookups + the request) for every round the row may wait in the queue:
+    // behind at most REFILL_ROUNDS rounds held when it was claimed, and the rounds of its own claim; plus slack.
+    // (With the defaults 24 × 22 s + 60 s, 9.8 min; it was 12 × 52 s, 10.4 min, when the slack counted per round
+    // and claims took 8 rounds.) That assumes the webhook gets its full share each round: with more busy webhooks
+    // than `concurrency` has slots for, a row can outwait its lease, and another node may then send it too (at
+    // least once, as every delivery is).
+    this.leaseMs = (timeoutMs + 4 * deps.config.dns.timeoutMs) * (CLAIM_ROUNDS + REFILL_ROUNDS) + LEASE_SLACK_MS;
     checkCaFile(tlsCaFile); // a bad file stops the start, not every attempt
   }
 

@@ -7,6 +7,7 @@ import { newId } from '../../src/ids';
 import { messageEventData, recordEvent } from '../../src/events/record';
 import { startWebhookReceiver } from '../support/webhook-receiver';
 import { eventually } from '../support/wait';
+import { CLAIM_ROUNDS } from '../../src/webhooks/dispatcher';
 import { accountIdOf, createWebhook, startWebhookApp } from './helpers';
 import type { TestApp } from '../support/app';
 
@@ -39,15 +40,15 @@ async function gatedReceiver() {
 
 describe('webhook dispatcher pipelining', () => {
   it('leaves rows committed for a webhook that holds a full batch to the claim made when the batch runs low', async () => {
-    // one request in flight a webhook: a claim takes 8 rows (CLAIM_ROUNDS), the next comes at 4 held or fewer
+    // one request in flight a webhook: a claim takes CLAIM_ROUNDS rows, the next comes at half of that held or fewer
     const app = await startWebhookApp({ webhooks: { perWebhookConcurrency: 1 } });
     const { receiver, open } = await gatedReceiver();
     try {
       await createWebhook(app, { url: receiver.url, events: ['message.delivered'] });
       const accountId = await accountIdOf(app);
-      await recordUnsignalled(app, accountId, 12);
+      await recordUnsignalled(app, accountId, CLAIM_ROUNDS + 4);
       await receiver.waitFor(1, 5000);
-      await eventually(async () => (await leased(app)) === 8, 5000, 'a batch of 8 claimed');
+      await eventually(async () => (await leased(app)) === CLAIM_ROUNDS, 5000, `a batch of ${CLAIM_ROUNDS} claimed`);
       const claims: string[] = [];
       // a claim's UPDATE (on PostgreSQL inside a WITH … AS MATERIALIZED): it sets the lease
       const count = ({ sql }: { sql: string }) => /update .webhook_deliveries. set .lease_owner. = (\?|\$\d+), .lease_expires_at./i.test(sql) && claims.push(sql);
@@ -57,8 +58,8 @@ describe('webhook dispatcher pipelining', () => {
       app.db.off('query', count);
       assert.equal(claims.length, 0, 'no claim while the webhook holds its batch');
       open();
-      await receiver.waitFor(17, 10_000); // the refill claims found the rest: no wake-up was lost
-      await eventually(async () => (await app.db('webhook_deliveries').where({ status: 'succeeded' })).length === 17, 5000, 'all 17 recorded');
+      await receiver.waitFor(CLAIM_ROUNDS + 9, 10_000); // the refill claims found the rest: no wake-up was lost
+      await eventually(async () => (await app.db('webhook_deliveries').where({ status: 'succeeded' })).length === CLAIM_ROUNDS + 9, 5000, 'all recorded');
     } finally {
       await app.stop();
       await receiver.close();
@@ -73,9 +74,9 @@ describe('webhook dispatcher pipelining', () => {
     let holding: Promise<void> | undefined;
     try {
       await createWebhook(app, { url: receiver.url, events: ['message.delivered'] });
-      await recordUnsignalled(app, await accountIdOf(app), 12);
+      await recordUnsignalled(app, await accountIdOf(app), CLAIM_ROUNDS + 4);
       await receiver.waitFor(1, 5000);
-      await eventually(async () => (await leased(app)) === 8, 5000, 'a batch of 8 claimed');
+      await eventually(async () => (await leased(app)) === CLAIM_ROUNDS, 5000, `a batch of ${CLAIM_ROUNDS} claimed`);
       // Claims now wait: SQLite's one writer connection is taken, PostgreSQL's table locked against their UPDATE.
       let locked!: () => void;
       const lockTaken = new Promise<void>((resolve) => (locked = resolve));
@@ -86,11 +87,11 @@ describe('webhook dispatcher pipelining', () => {
       });
       await lockTaken;
       open();
-      // The first batch drains: at 4 held a claim starts and waits, and the 4 still queued go out meanwhile.
-      await receiver.waitFor(8, 5000);
+      // The first batch drains: at half held a claim starts and waits, and the half still queued go out meanwhile.
+      await receiver.waitFor(CLAIM_ROUNDS, 5000);
       release();
       await holding;
-      await receiver.waitFor(12, 10_000);
+      await receiver.waitFor(CLAIM_ROUNDS + 4, 10_000);
     } finally {
       release();
       await holding?.catch(() => undefined);
