@@ -34,13 +34,63 @@ export interface ExecConnection extends SqliteConnection {
   exec(sql: string, cb: (err: Error | null) => void): unknown;
 }
 
-interface Pending {
+type Exec = (sql: string, cb: (err: Error | null) => void) => void;
+
+/**
+ * The transaction state of one connection, as far as this wrapper knows it. While an exec sent ahead of a
+ * statement (the deferred BEGIN, ridden rows) is on its way, every later call waits for it: the driver runs a
+ * prepared statement on its thread pool at once, beside an exec, so a statement sent meanwhile could run before
+ * the BEGIN, outside the transaction.
+ */
+class Pending {
   /** a transaction is open on the connection, its BEGIN maybe not sent yet (`begin`) */
-  inTransaction: boolean;
+  inTransaction = false;
   /** the BEGIN knex asked for, not sent yet */
   begin?: string;
   /** statements to send before the COMMIT (or before the next statement) */
-  tail: string[];
+  tail: string[] = [];
+  /** calls that arrived while an exec was on its way: run after it, in order */
+  waiting?: Array<() => void>;
+  /** the error of an exec sent ahead: the transaction is over, its later statements fail with this */
+  failed?: Error;
+
+  constructor(private readonly exec: Exec) {}
+
+  /** What is pending (BEGIN, ridden statements) as one text, and forgets it; undefined when nothing is. */
+  take(): string | undefined {
+    if (this.begin === undefined && !this.tail.length) return undefined;
+    const text = [this.begin, ...this.tail].filter((s) => s !== undefined).map(terminated).join('\n');
+    this.begin = undefined;
+    this.tail = [];
+    return text;
+  }
+
+  /**
+   * Runs `text` while later calls wait. A failure ends the transaction: the statement that failed left it open
+   * (SQLite undoes only the statement), so it is rolled back before anyone is answered; the ROLLBACK's own error
+   * ("no transaction is active", when BEGIN itself failed) says nothing new.
+   */
+  send(text: string, then: (err: Error | null) => void): void {
+    this.waiting = [];
+    this.exec(text, (err) => {
+      const finish = () => {
+        const waiting = this.waiting ?? [];
+        this.waiting = undefined;
+        then(err);
+        for (const call of waiting) call();
+      };
+      if (!err) return finish();
+      this.failed = err;
+      this.exec('ROLLBACK', finish);
+    });
+  }
+
+  /** The transaction ended (COMMIT or ROLLBACK asked): forgets its state; returns its failure, if any. */
+  end(): Error | undefined {
+    const failed = this.failed;
+    Object.assign(this, { inTransaction: false, begin: undefined, tail: [], failed: undefined });
+    return failed;
+  }
 }
 
 const pendings = new WeakMap<object, Pending>();
@@ -52,64 +102,51 @@ const ROLLBACK = /^\s*rollback\s*;?\s*$/i;
 /** Wraps `all` and `run` of `conn` (idempotent): BEGIN deferred, ridden statements sent with the COMMIT. */
 export function batchTransactionEnds(conn: ExecConnection): void {
   if (pendings.has(conn)) return;
-  const pending: Pending = { inTransaction: false, tail: [] };
+  const pending = new Pending((sql, cb) => conn.exec(sql, cb));
   pendings.set(conn, pending);
-  const exec = (sql: string, cb: (err: Error | null) => void) => conn.exec(sql, cb);
   for (const method of ['all', 'run'] as const) {
     const plain = conn[method].bind(conn);
-    conn[method] = (sql, params, cb) => {
+    const wrapped = (sql: string, params: unknown, cb: Callback): unknown => {
       if (typeof cb !== 'function') return plain(sql, params, cb);
+      if (pending.waiting) return pending.waiting.push(() => wrapped(sql, params, cb));
       if (BEGIN.test(sql) && !pending.inTransaction) {
         pending.inTransaction = true;
         pending.begin = sql;
         return answerLater(cb);
       }
-      if (COMMIT.test(sql)) return commit(pending, sql, exec, () => plain(sql, params, cb), cb);
+      if (COMMIT.test(sql)) return commit(pending, sql, () => plain(sql, params, cb), cb);
       if (ROLLBACK.test(sql)) return rollback(pending, () => plain(sql, params, cb), cb);
-      const before = takeAll(pending);
+      if (pending.failed) return answerLater(cb, pending.failed);
+      const before = pending.take();
       if (!before) return plain(sql, params, cb);
-      exec(before, (err) => (err ? cb.call(undefined, err) : plain(sql, params, cb)));
+      pending.send(before, (err) => (err ? cb.call(undefined, err) : plain(sql, params, cb)));
     };
+    conn[method] = wrapped;
   }
 }
 
-/** What is pending (BEGIN, ridden statements) as one text, and forgets it; undefined when nothing is. */
-function takeAll(pending: Pending): string | undefined {
-  if (pending.begin === undefined && !pending.tail.length) return undefined;
-  const text = [pending.begin, ...pending.tail].filter((s) => s !== undefined).map(terminated).join('\n');
-  pending.begin = undefined;
-  pending.tail = [];
-  return text;
-}
-
-function commit(pending: Pending, sql: string, exec: (sql: string, cb: (err: Error | null) => void) => void, plain: () => void, cb: Callback): void {
-  pending.inTransaction = false;
-  if (pending.begin !== undefined && !pending.tail.length) {
-    pending.begin = undefined; // nothing ran: there is nothing to commit
-    return answerLater(cb);
-  }
-  const before = takeAll(pending);
+function commit(pending: Pending, sql: string, plain: () => void, cb: Callback): void {
+  const nothingRan = pending.begin !== undefined && !pending.tail.length;
+  const before = pending.take();
+  const failed = pending.end();
+  if (failed) return answerLater(cb, failed); // rolled back already: the transaction fails with its error
+  if (nothingRan) return answerLater(cb); // nothing to commit
   if (!before) return plain();
-  exec(`${before}\n${terminated(sql)}`, (err) => {
-    if (!err) return cb.call(undefined, null, []);
-    // The failing statement left the transaction open (SQLite rolls back only the statement): close it before
-    // answering, so the connection goes back to the pool with none open. Its own error ("no transaction is
-    // active", when BEGIN itself failed) says nothing new.
-    exec('ROLLBACK', () => cb.call(undefined, err));
+  pending.send(`${before}\n${terminated(sql)}`, (err) => {
+    pending.failed = undefined; // this transaction is over either way: its failure is the COMMIT's answer alone
+    return err ? cb.call(undefined, err) : cb.call(undefined, null, []);
   });
 }
 
 function rollback(pending: Pending, plain: () => void, cb: Callback): void {
-  pending.inTransaction = false;
   const begun = pending.begin === undefined;
-  pending.begin = undefined;
-  pending.tail = [];
-  return begun ? plain() : answerLater(cb);
+  const failed = pending.end();
+  return begun && !failed ? plain() : answerLater(cb);
 }
 
-/** Answers a statement that needed no trip, asynchronously as the driver would. */
-function answerLater(cb: Callback): void {
-  process.nextTick(() => cb.call(undefined, null, []));
+/** Answers a call that needed no trip, asynchronously as the driver would. */
+function answerLater(cb: Callback, err: Error | null = null): void {
+  process.nextTick(() => (err ? cb.call(undefined, err) : cb.call(undefined, null, [])));
 }
 
 /** A cheap test on purpose: ridden texts are long, and an extra `;` is an empty statement, which exec skips. */
@@ -120,12 +157,14 @@ const terminated = (sql: string) => (sql.endsWith(';') ? sql : `${sql};`);
  * cannot (PostgreSQL, a handle not wrapped above), and the caller runs them itself.
  */
 export async function rideWithCommit(trx: Tx, statements: readonly string[]): Promise<boolean> {
-  if (!trx.isTransaction) return false; // a handle's acquireConnection would take a connection from its pool
+  // A handle's acquireConnection would take a connection from its pool; a completed transaction's connection
+  // may already run the next one.
+  if (!trx.isTransaction || trx.isCompleted()) return false;
   const conn = (await trx.client.acquireConnection()) as KnexConnection | undefined;
   const pending = conn && typeof conn === 'object' ? pendings.get(conn) : undefined;
   // No transaction known here (its BEGIN failed, or was refused before reaching us): nothing may ride, or the
   // statements would run with whatever the connection runs next, outside any transaction.
-  if (!conn || !pending?.inTransaction) return false;
+  if (!conn || !pending?.inTransaction || pending.failed) return false;
   pending.tail.push(...statements);
   // Counted as statements run, as knex counts its own (tests and the bench's statement count listen for these).
   for (const sql of statements) trx.client.emit('query', { __knexUid: conn.__knexUid, __knexTxId: conn.__knexTxId, method: 'raw', sql, bindings: [], ridesWithCommit: true });

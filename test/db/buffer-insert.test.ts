@@ -78,7 +78,12 @@ describe('buffered inserts', () => {
     const viaJson = (await stored(0)) as Array<Record<string, string>>;
     const viaBinding = (await stored(1000)) as Array<Record<string, string>>;
     // inside a writer transaction the JSON value is written into the statement's text, sent with the COMMIT
+    const ridden: unknown[] = [];
+    const rides = (q: { ridesWithCommit?: boolean }) => q.ridesWithCommit && ridden.push(q);
+    db.on('query', rides);
     await writer.run((trx) => insertRows(trx, 'affinities', rowsOf(2000)));
+    db.off('query', rides);
+    assert.equal(ridden.length, 1, 'the rows rode with the COMMIT');
     assert.deepEqual(await stored(2000), viaJson, 'as a literal riding with the COMMIT (src/db/commit-batch.ts)');
     assert.equal(viaJson.length, values.length, 'every row inserted, in order');
     values.forEach((v, k) => {

@@ -139,6 +139,47 @@ describe('transactions that batch their ends', () => {
     }
   });
 
+  it('statements sent together as a transaction\'s first wait for its BEGIN: none runs outside it', async () => {
+    await db.raw('INSERT INTO items (id) VALUES (?)', ['warm']); // prepared and kept: it runs at once when asked
+    await db('items').del();
+    const exec = sqlite3.Database.prototype.exec;
+    // the BEGIN sent ahead comes back late, as under load
+    sqlite3.Database.prototype.exec = function (this: sqlite3.Database, sql: string, cb?: (err: Error | null) => void) {
+      if (!/^BEGIN/.test(sql)) return exec.call(this, sql, cb);
+      setTimeout(() => exec.call(this, sql, cb), 50);
+      return this;
+    };
+    try {
+      await assert.rejects(db.transaction(async (trx) => {
+        await Promise.all(['a', 'b', 'c'].map((id) => trx.raw('INSERT INTO items (id) VALUES (?)', [id])));
+        throw new Error('roll back');
+      }), /roll back/);
+    } finally {
+      sqlite3.Database.prototype.exec = exec;
+    }
+    assert.deepEqual(await db('items').select('id'), [], 'all three were inside the transaction');
+  });
+
+  it('a BEGIN that fails before a statement fails the transaction with its own error; nothing after it runs', async () => {
+    const other = openDatabase(parseConfig({ dataDir: dir }));
+    const holder = await other.client.acquireConnection();
+    const run = (sql: string) => new Promise<void>((resolve, reject) => holder.exec(sql, (err: Error | null) => (err ? reject(err) : resolve())));
+    try {
+      await run('BEGIN IMMEDIATE');
+      await assert.rejects(db.transaction((trx) => trx('items').select('id')), /SQLITE_BUSY/);
+      await assert.rejects(db.transaction(async (trx) => {
+        await trx('items').select('id').catch(() => undefined); // a caller that carries on
+        await trx('items').insert({ id: 'carried-on' });
+      }), /SQLITE_BUSY/);
+      await run('ROLLBACK');
+      await db.transaction((trx) => trx('items').insert({ id: 'next' }));
+      assert.deepEqual(await db('items').select('id'), [{ id: 'next' }], 'nothing of the failed transactions, and no transaction left open');
+    } finally {
+      other.client.releaseConnection(holder);
+      await other.destroy();
+    }
+  });
+
   it('only a transaction of a wrapped connection takes rides', async () => {
     assert.equal(await rideWithCommit(db as never, ['SELECT 1']), false, 'a handle is no transaction');
     assert.throws(() => sqlString('a\u0000b'), /NUL/);
