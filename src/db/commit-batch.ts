@@ -7,9 +7,10 @@
  * events inserts, COMMIT), a group of MTA outcomes six. Two changes:
  *
  * - BEGIN waits for the transaction's first statement: it is sent just
- *   before it, or in one exec with the ridden rows and COMMIT. Nothing runs on the connection in between, so the write lock is taken
- *   at the same point of the transaction's work. A transaction that ran no
- *   statement commits or rolls back without a trip at all.
+ *   before it, or in one exec with the ridden rows and COMMIT. Nothing runs
+ *   on the connection in between, so the write lock is taken at the same
+ *   point of the transaction's work. A transaction that ran no statement
+ *   commits or rolls back without a trip at all.
  * - The writer's buffered rows (buffer.ts) can ride with the COMMIT
  *   (`rideWithCommit`): their statements, with their one JSON value written
  *   as a literal, go to `sqlite3_exec` together with BEGIN and COMMIT.
@@ -24,8 +25,11 @@
  * splits the group as for any failure), and the connection is rolled back
  * before that answer, so no transaction stays open after a failed COMMIT.
  * A statement run between `rideWithCommit` and the COMMIT sends the ridden
- * ones first, in order. `sqlite3_exec` binds nothing: only statements whose
- * values are in their text ride, so a value never reaches SQL unquoted.
+ * ones first, in order. Any exec sent ahead of a statement that fails (BEGIN
+ * busy, a ridden row) rolls back and ends the transaction: its later
+ * statements fail with that error. `sqlite3_exec` binds nothing: only
+ * statements whose values are in their text ride, so a value never reaches
+ * SQL unquoted.
  */
 import type { Callback, SqliteConnection } from './statement-cache';
 import type { Tx } from './index';
@@ -51,8 +55,10 @@ class Pending {
   tail: string[] = [];
   /** calls that arrived while an exec was on its way: run after it, in order */
   waiting?: Array<() => void>;
-  /** the error of an exec sent ahead: the transaction is over, its later statements fail with this */
+  /** the error of an exec sent ahead: the transaction is over, its later statements fail with a copy of it */
   failed?: Error;
+  /** `failed`'s message when it came: knex prefixes each failing query's SQL to the message of the error it gets */
+  private failedMessage = '';
 
   constructor(private readonly exec: Exec) {}
 
@@ -81,13 +87,22 @@ class Pending {
       };
       if (!err) return finish();
       this.failed = err;
+      this.failedMessage = err.message;
       this.exec('ROLLBACK', finish);
     });
   }
 
+  /** A new error like `failed` for one more caller (each caller's error is its own: knex rewrites its message). */
+  failure(): Error | undefined {
+    const { failed } = this;
+    if (!failed) return undefined;
+    const { code, errno } = failed as NodeJS.ErrnoException;
+    return Object.assign(new Error(this.failedMessage, { cause: failed }), { code, errno });
+  }
+
   /** The transaction ended (COMMIT or ROLLBACK asked): forgets its state; returns its failure, if any. */
   end(): Error | undefined {
-    const failed = this.failed;
+    const failed = this.failure();
     Object.assign(this, { inTransaction: false, begin: undefined, tail: [], failed: undefined });
     return failed;
   }
@@ -108,15 +123,15 @@ export function batchTransactionEnds(conn: ExecConnection): void {
     const plain = conn[method].bind(conn);
     const wrapped = (sql: string, params: unknown, cb: Callback): unknown => {
       if (typeof cb !== 'function') return plain(sql, params, cb);
-      if (pending.waiting) return pending.waiting.push(() => wrapped(sql, params, cb));
+      if (pending.waiting) return pending.waiting.push(() => replay(() => wrapped(sql, params, cb), cb));
       if (BEGIN.test(sql) && !pending.inTransaction) {
         pending.inTransaction = true;
         pending.begin = sql;
         return answerLater(cb);
       }
-      if (COMMIT.test(sql)) return commit(pending, sql, () => plain(sql, params, cb), cb);
+      if (COMMIT.test(sql)) return commit(pending, sql, cb);
       if (ROLLBACK.test(sql)) return rollback(pending, () => plain(sql, params, cb), cb);
-      if (pending.failed) return answerLater(cb, pending.failed);
+      if (pending.failed) return answerLater(cb, pending.failure());
       const before = pending.take();
       if (!before) return plain(sql, params, cb);
       pending.send(before, (err) => (err ? cb.call(undefined, err) : plain(sql, params, cb)));
@@ -125,14 +140,15 @@ export function batchTransactionEnds(conn: ExecConnection): void {
   }
 }
 
-function commit(pending: Pending, sql: string, plain: () => void, cb: Callback): void {
+function commit(pending: Pending, sql: string, cb: Callback): void {
   const nothingRan = pending.begin !== undefined && !pending.tail.length;
   const before = pending.take();
   const failed = pending.end();
   if (failed) return answerLater(cb, failed); // rolled back already: the transaction fails with its error
   if (nothingRan) return answerLater(cb); // nothing to commit
-  if (!before) return plain();
-  pending.send(`${before}\n${terminated(sql)}`, (err) => {
+  // Through send even alone: a COMMIT that fails (a full disk) leaves the transaction open, and knex sends no
+  // ROLLBACK after it; send closes it before the answer.
+  pending.send(before === undefined ? terminated(sql) : `${before}\n${terminated(sql)}`, (err) => {
     pending.failed = undefined; // this transaction is over either way: its failure is the COMMIT's answer alone
     return err ? cb.call(undefined, err) : cb.call(undefined, null, []);
   });
@@ -144,8 +160,17 @@ function rollback(pending: Pending, plain: () => void, cb: Callback): void {
   return begun && !failed ? plain() : answerLater(cb);
 }
 
+/** Runs a call that waited; one that throws at once gets the error in its callback, and the others still run. */
+function replay(call: () => void, cb: Callback): void {
+  try {
+    call();
+  } catch (err) {
+    cb.call(undefined, err instanceof Error ? err : new Error(String(err)));
+  }
+}
+
 /** Answers a call that needed no trip, asynchronously as the driver would. */
-function answerLater(cb: Callback, err: Error | null = null): void {
+function answerLater(cb: Callback, err: Error | null | undefined = null): void {
   process.nextTick(() => (err ? cb.call(undefined, err) : cb.call(undefined, null, [])));
 }
 
@@ -164,7 +189,7 @@ export async function rideWithCommit(trx: Tx, statements: readonly string[]): Pr
   const pending = conn && typeof conn === 'object' ? pendings.get(conn) : undefined;
   // No transaction known here (its BEGIN failed, or was refused before reaching us): nothing may ride, or the
   // statements would run with whatever the connection runs next, outside any transaction.
-  if (!conn || !pending?.inTransaction || pending.failed) return false;
+  if (!conn || !pending?.inTransaction || pending.failed || trx.isCompleted()) return false;
   pending.tail.push(...statements);
   // Counted as statements run, as knex counts its own (tests and the bench's statement count listen for these).
   for (const sql of statements) trx.client.emit('query', { __knexUid: conn.__knexUid, __knexTxId: conn.__knexTxId, method: 'raw', sql, bindings: [], ridesWithCommit: true });
