@@ -12,7 +12,7 @@ import { createKey, startTestApp, type TestApp } from '../test/support/app';
 import { startDnsServer } from '../test/support/dns-server';
 import { startSmtpSink, type SmtpSink } from '../test/support/smtp-sink';
 import { deliveryConfig, pointMx, verifiedDomain } from '../test/delivery/world';
-import sqlite3 from 'sqlite3';
+import { countDriverTrips } from '../test/support/driver-trips';
 import { sleep } from './compare-tools';
 import type { CompareOptions, Row } from './compare';
 
@@ -77,38 +77,15 @@ async function sendAndSettle(app: TestApp, sink: SmtpSink, key: string, n: numbe
   app.db.off('query', onQuery);
 }
 
-/**
- * Counts trips to the driver's thread: exec, and all/run/get/each of a handle or of a prepared statement (a
- * statement's first preparation is one more, not counted: the statement cache keeps them). Installed before the
- * app opens its connections, since the statement cache binds a connection's methods when it is made.
- */
-function countTrips(): { count(): number; restore(): void } {
-  let trips = 0;
-  const undo: Array<() => void> = [];
-  const patch = (proto: Record<string, unknown>, names: string[]) => {
-    for (const name of names) {
-      const original = proto[name] as (...args: unknown[]) => unknown;
-      proto[name] = function (this: unknown, ...args: unknown[]) {
-        trips++;
-        return original.apply(this, args);
-      };
-      undo.push(() => (proto[name] = original));
-    }
-  };
-  patch(sqlite3.Database.prototype as unknown as Record<string, unknown>, ['exec', 'all', 'run', 'get', 'each']);
-  patch(sqlite3.Statement.prototype as unknown as Record<string, unknown>, ['all', 'run', 'get', 'each']);
-  return { count: () => trips, restore: () => undo.forEach((u) => u()) };
-}
-
 export async function statements(o: CompareOptions): Promise<Row> {
   const [dns, sink] = [await startDnsServer(), await startSmtpSink({ host: '127.0.0.1' })];
-  const trips = countTrips();
+  const trips = countDriverTrips();
   const app = await startTestApp({ ...deliveryConfig(dns.address, sink.port), log: { level: 'silent' } });
   try {
     pointMx(dns, 'sink.test', [{ name: 'mx.sink.test', address: '127.0.0.1' }]);
     await verifiedDomain(app, dns, 'sender.bench');
     const key = await createKey(app, 'live', ['messages:send']);
-    const count = counter(app, trips.count);
+    const count = counter(app, () => trips.trips.length);
     await sendAndSettle(app, sink, key, 1);
     const cold = count.take();
     await sendAndSettle(app, sink, key, 1);

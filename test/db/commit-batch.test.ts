@@ -12,35 +12,17 @@ import { openDatabase, type Db } from '../../src/db';
 import { insertRows } from '../../src/db/buffer';
 import { rideWithCommit, sqlString } from '../../src/db/commit-batch';
 import { Writer } from '../../src/db/writer';
-
-/** Counts calls into the driver that go to its thread (one trip each): exec, and all/run of the handle and of statements. */
-function tripCounter(): { trips: string[]; restore(): void } {
-  const trips: string[] = [];
-  const patched: Array<[object, string, unknown]> = [];
-  const patch = (proto: Record<string, unknown>, name: string, label: string) => {
-    const original = proto[name] as (...args: unknown[]) => unknown;
-    patched.push([proto, name, original]);
-    proto[name] = function (this: unknown, ...args: unknown[]) {
-      trips.push(`${label} ${String(args[0]).slice(0, 40)}`);
-      return original.apply(this, args);
-    };
-  };
-  const db = sqlite3.Database.prototype as unknown as Record<string, unknown>;
-  const statement = sqlite3.Statement.prototype as unknown as Record<string, unknown>;
-  for (const name of ['exec', 'all', 'run']) patch(db, name, name);
-  for (const name of ['all', 'run']) patch(statement, name, `statement.${name}`);
-  return { trips, restore: () => patched.reverse().forEach(([proto, name, original]) => ((proto as Record<string, unknown>)[name] = original)) };
-}
+import { countDriverTrips } from '../support/driver-trips';
 
 describe('transactions that batch their ends', () => {
   let dir: string;
   let db: Db;
   let writer: Writer;
-  let counter: ReturnType<typeof tripCounter>;
+  let counter: ReturnType<typeof countDriverTrips>;
 
   before(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pigeon-commit-batch-'));
-    counter = tripCounter(); // before the connection is made: the statement cache binds the handle's methods then
+    counter = countDriverTrips(); // before the connection is made: the statement cache binds the handle's methods then
     db = openDatabase(parseConfig({ dataDir: dir, database: { busyTimeoutMs: 100 } }), undefined, { syncBeside: true });
     await db.schema.createTable('items', (t) => {
       t.string('id').primary();
