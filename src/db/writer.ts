@@ -19,6 +19,7 @@ import { runGroup, type Pending, type Work, type BatchKind } from './group';
 import type { CheckpointTurns } from './checkpointer';
 import type { WriteOrder } from './write-order';
 import type { WalSync } from './wal-sync';
+import { openDurableHooks, settleDurableHooks, type DurableHook } from './durable-hooks';
 
 export type { BatchKind, Work } from './group';
 
@@ -259,12 +260,14 @@ export class Writer {
 
   private async commit(group: Pending[]): Promise<void> {
     let results: unknown[];
+    let hooks: DurableHook[] = [];
     try {
       const deferCounters = (this.options.counterFlushMs ?? 0) > 0;
       let buffer: WriteBuffer | undefined;
       results = await this.db.transaction(async (trx) => {
         buffer = attachBuffer(trx, this.options.writeOrder);
         handles.set(trx, this.db);
+        hooks = openDurableHooks(trx);
         const out = await runGroup(trx, group);
         await buffer.flush(trx, !deferCounters);
         this.options.walSync?.claimNextCommit(); // answered below, after the sync
@@ -275,6 +278,7 @@ export class Writer {
         this.scheduleCounterFlush();
       }
     } catch (err) {
+      settleDurableHooks(hooks, false);
       if (group.length === 1) return group[0].reject(err);
       const half = Math.ceil(group.length / 2);
       await this.commit(group.slice(0, half));
@@ -283,16 +287,23 @@ export class Writer {
     }
     this.commits++;
     this.options.onCommit?.(group.length, group.reduce((s, p) => s + p.weight, 0));
-    if (this.options.walSync) return this.answerWhenSynced(this.options.walSync, group, results);
+    if (this.options.walSync) return this.answerWhenSynced(this.options.walSync, group, results, hooks);
+    settleDurableHooks(hooks, true);
     group.forEach((p, i) => p.resolve(results[i]));
   }
 
   /** Answers a committed group once the WAL is synced; the writer does not wait (see WriterOptions.walSync). */
-  private answerWhenSynced(walSync: WalSync, group: Pending[], results: unknown[]): void {
+  private answerWhenSynced(walSync: WalSync, group: Pending[], results: unknown[], hooks: DurableHook[]): void {
     this.syncing++;
     walSync.sync().then(
-      () => group.forEach((p, i) => p.resolve(results[i])),
-      (err: unknown) => group.forEach((p) => p.reject(err)),
+      () => {
+        settleDurableHooks(hooks, true);
+        group.forEach((p, i) => p.resolve(results[i]));
+      },
+      (err: unknown) => {
+        settleDurableHooks(hooks, false);
+        group.forEach((p) => p.reject(err));
+      },
     ).finally(() => {
       this.syncing--;
       this.startAfterSync();

@@ -7,9 +7,6 @@
 import fs from 'node:fs';
 import tls from 'node:tls';
 import type { Config } from '../config';
-import type { Mode } from '../auth/scopes';
-import { fromJson } from '../db';
-import { envelope } from '../events/record';
 import type { EndpointAgents } from './agents';
 import { postWebhook, SendOutcome } from './sender';
 import { SIGNATURE_HEADER, signatureHeader } from './signature';
@@ -85,21 +82,4 @@ export async function attemptDelivery(config: AttemptConfig, input: AttemptInput
   } finally {
     lease?.release();
   }
-}
-
-/**
- * The body of an event's webhook request: its envelope as JSON, rebuilt from
- * the events row at every attempt. JSON text → parse → stringify gives the
- * same bytes, so every attempt carries exactly what the first one did.
- */
-export function eventBody(row: { id: string; account_id: string; mode: string; type: string; message_id: string | null; data: string; created_at: number }): string {
-  return JSON.stringify(envelope({
-    id: row.id,
-    accountId: row.account_id,
-    mode: row.mode as Mode,
-    type: row.type,
-    messageId: row.message_id,
-    data: fromJson<Record<string, unknown>>(row.data, {}),
-    at: Number(row.created_at),
-  }));
 }

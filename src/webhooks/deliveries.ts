@@ -8,8 +8,7 @@
  * the row is sent again: delivery is at least once.
  */
 import type { Queryable } from '../db';
-import { eventBody } from './attempt';
-import { insertRows } from '../db/buffer';
+import { eventBody } from './event-body';
 import { newId } from '../ids';
 
 export type DeliveryStatus = 'pending' | 'succeeded' | 'failed';
@@ -85,10 +84,9 @@ export function toDelivery(r: DeliveryRow): Delivery {
   };
 }
 
-/** Rows for new deliveries of one event (inserted by the event sink). */
-export async function insertDeliveries(db: Queryable, event: { id: string; accountId: string; type: string; at: number }, webhookIds: string[]): Promise<void> {
-  if (!webhookIds.length) return;
-  await insertRows(db, 'webhook_deliveries', webhookIds.map((webhookId) => ({
+/** Rows for new deliveries of one event (the event sink inserts them), due at once and not leased. */
+export function newDeliveryRows(event: { id: string; accountId: string; type: string; at: number }, webhookIds: string[]): DeliveryRow[] {
+  return webhookIds.map((webhookId) => ({
     id: newId('whd'),
     webhook_id: webhookId,
     account_id: event.accountId,
@@ -98,9 +96,14 @@ export async function insertDeliveries(db: Queryable, event: { id: string; accou
     attempts: 0,
     cycle_start: 0,
     next_attempt_at: event.at,
+    lease_owner: null,
+    lease_expires_at: null,
+    last_status_code: null,
+    last_error: null,
     created_at: event.at,
     updated_at: event.at,
-  })));
+    completed_at: null,
+  }));
 }
 
 export async function getDelivery(db: Queryable, id: string): Promise<Delivery | undefined> {

@@ -1,7 +1,9 @@
 /**
- * The webhook dispatcher: the last stage of the event fan-out. It claims due
- * delivery rows a batch at a time (claims.ts) into an in-memory queue
- * (ready.ts) and sends them as slots (slots.ts) free up: each through
+ * The webhook dispatcher: the last stage of the event fan-out. New delivery
+ * rows of this process are handed to it in memory as far as it has room
+ * (handoff.ts); it claims the other due rows a batch at a time (claims.ts).
+ * Both go into an in-memory queue (ready.ts) and are sent as slots (slots.ts)
+ * free up: each through
  * attempt-runner.ts, over kept-alive connections (agents.ts), its result
  * written in the next batch (recorder.ts, results.ts), which also schedules
  * the retries.
@@ -24,6 +26,8 @@ import type { Worker } from '../modules';
 import { checkCaFile } from './attempt';
 import { AttemptRunner } from './attempt-runner';
 import { claimDue, nextDueAfter, releaseLeases } from './claims';
+import { toDelivery } from './deliveries';
+import { attachDeliveryTaker, detachDeliveryTaker, type DeliveryTaker, type HandedDelivery } from './handoff';
 import { Job, loadJobs, loadWebhooks } from './jobs';
 import { newOwner, releaseDeadLeases } from './owners';
 import { ReadyQueue } from './ready';
@@ -48,10 +52,17 @@ const LEASE_SLACK_MS = 60_000;
  * round was left, it ran after the queue had emptied, and deliveries kept up with a third of the events.
  */
 const REFILL_ROUNDS = CLAIM_ROUNDS / 2;
+/**
+ * Rounds of requests handed to the sender thread at once: the round in flight and the next. With the round in
+ * flight only, every request waited for two trips through the main thread's event loop (the answer, the next
+ * request) before the next could start: one webhook on every event kept up with 35 % of the events while mail
+ * flowed at full speed (docs/benchmarks.md).
+ */
+const HANDED_ROUNDS = 2;
 /** A queued delivery's webhook is re-read when older than this, so changes reach it. */
 const WEBHOOK_FRESH_MS = 1_000;
 
-export class WebhookDispatcher implements Worker {
+export class WebhookDispatcher implements Worker, DeliveryTaker {
   readonly name = 'webhooks';
   private readonly owner: string;
   private readonly ready = new ReadyQueue();
@@ -62,6 +73,9 @@ export class WebhookDispatcher implements Worker {
   private readonly aborted: string[] = [];
   private readonly runner: AttemptRunner;
   private readonly leaseMs: number;
+  /** new rows written leased to us whose transaction has not settled yet, per webhook (handoff.ts) */
+  private readonly reserved = new Map<string, number>();
+  private reservedTotal = 0;
   /** new rows may be due now (a signal, the poll, the start) */
   private mayBeDue = true;
   /** webhooks that may have more due rows: their share of the last claim was full, or this process committed new ones */
@@ -81,7 +95,9 @@ export class WebhookDispatcher implements Worker {
   constructor(private readonly deps: DispatcherDeps) {
     const { concurrency, perWebhookConcurrency, timeoutMs, tlsCaFile } = deps.config.webhooks;
     this.owner = newOwner(deps.config.node.id);
-    this.slots = new Slots({ concurrency, perWebhookConcurrency });
+    // The sender thread holds a round more than it may run (lane-gate.ts): a finished request's successor starts
+    // there at once, not after a trip through this thread's event loop.
+    this.slots = new Slots({ concurrency: concurrency * HANDED_ROUNDS, perWebhookConcurrency: perWebhookConcurrency * HANDED_ROUNDS });
     this.runner = new AttemptRunner(deps, this.owner);
     // The longest attempt (the guard's lookups + the request) for every round the row may wait in the queue:
     // behind at most REFILL_ROUNDS rounds held when it was claimed, and the rounds of its own claim; plus slack.
@@ -102,7 +118,9 @@ export class WebhookDispatcher implements Worker {
       this.rowsCommitted(webhookIds);
       this.deps.signals.publish('webhooksChanged');
     });
+    attachDeliveryTaker(this.deps.db, this);
     this.unsubscribe = () => {
+      detachDeliveryTaker(this.deps.db, this);
       offSignal();
       offCommit();
     };
@@ -123,7 +141,7 @@ export class WebhookDispatcher implements Worker {
     this.slots.abortAll();
     await Promise.allSettled([...this.unfinished]);
     await releaseLeases(this.deps.db, [...this.ready.clear(), ...this.aborted.splice(0)], this.owner);
-    this.runner.destroy();
+    await this.runner.destroy();
   }
 
   /** Sends everything due now (retries that become due meanwhile are not due now) and waits for it. */
@@ -180,8 +198,42 @@ export class WebhookDispatcher implements Worker {
     }
   }
 
+  /** A webhook's rows held: queued, in flight, and reserved for hand-over. */
   private held(webhookId: string): number {
-    return this.ready.queued(webhookId) + this.slots.inFlight(webhookId);
+    return this.ready.queued(webhookId) + this.slots.inFlight(webhookId) + (this.reserved.get(webhookId) ?? 0);
+  }
+
+  /** Room for rows in all: a claim's batch, or new rows handed over. */
+  private room(): number {
+    return this.deps.config.webhooks.concurrency * CLAIM_ROUNDS - this.ready.size - this.slots.size - this.reservedTotal;
+  }
+
+  /**
+   * A new row of this webhook is about to be written (handoff.ts): taken, leased to us, while the room and the
+   * webhook's share of a claim allow, and unless the table may hold older due rows of it (moreDue): those go
+   * first, by a claim.
+   */
+  reserve(webhookId: string): { owner: string; expiresAt: number } | null {
+    if (!this.running || this.moreDue.has(webhookId) || this.room() <= 0) return null;
+    if (this.held(webhookId) >= this.deps.config.webhooks.perWebhookConcurrency * CLAIM_ROUNDS) return null;
+    this.reserved.set(webhookId, (this.reserved.get(webhookId) ?? 0) + 1);
+    this.reservedTotal++;
+    return { owner: this.owner, expiresAt: this.deps.clock.now() + this.leaseMs };
+  }
+
+  /** The rows reserved are durable (queued now, sent as slots allow) or rolled back (forgotten). */
+  settle(handed: HandedDelivery[], durable: boolean): void {
+    for (const { row } of handed) {
+      const left = (this.reserved.get(row.webhook_id) ?? 0) - 1;
+      if (left > 0) this.reserved.set(row.webhook_id, left);
+      else this.reserved.delete(row.webhook_id);
+      this.reservedTotal--;
+    }
+    // Stopped: the rows stay leased to us; the next start here releases them, or their leases lapse.
+    if (!durable || this.stopped) return;
+    const unread = this.ready.addHanded(handed.map(({ row, body }) => ({ delivery: toDelivery(row), body })), (id) => this.slots.has(id));
+    this.launchFresh();
+    if (unread) this.wake(); // its pass reads the webhook (startReady), then launches
   }
 
   /** Whether a webhook holds few enough rows for a claim of more (see REFILL_ROUNDS). */
@@ -192,9 +244,9 @@ export class WebhookDispatcher implements Worker {
   /** One batch claim, when something can be due and the queue has room; returns how many rows it took. */
   private async claim(): Promise<number> {
     const { config, db, clock } = this.deps;
-    const { concurrency, perWebhookConcurrency: share } = config.webhooks;
+    const { perWebhookConcurrency: share } = config.webhooks;
     const now = clock.now();
-    const room = concurrency * CLAIM_ROUNDS - this.ready.size - this.slots.size;
+    const room = this.room();
     const retryDue = this.nextDue !== null && this.nextDue <= now;
     const wanted = this.mayBeDue || retryDue || [...this.moreDue.keys()].some((id) => this.wantsMore(id));
     if (this.stopped || room <= 0 || !wanted) return 0;

@@ -4,7 +4,7 @@
  * round trip per batch matters: every module shares the one SQLite connection.
  */
 import type { Queryable } from '../db';
-import { eventBody } from './attempt';
+import { eventBody } from './event-body';
 import { Delivery, DeliveryRow, toDelivery } from './deliveries';
 import { SigningWebhook, toSigning, WebhookRow } from './store';
 

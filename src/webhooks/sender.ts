@@ -39,6 +39,8 @@ export interface SendOutcome {
   error: string | null;
   /** the request was aborted by shutdown: not an attempt at all */
   aborted: boolean;
+  /** how long the attempt waited for its turn under the request limits before it started (send-thread.ts) */
+  waitedMs?: number;
 }
 
 function describeError(err: NodeJS.ErrnoException): string {

@@ -2,8 +2,10 @@
  * The event sink: recordEvent (src/events/record.ts) calls it for every event,
  * inside the caller's transaction, so a delivery row exists exactly when its
  * event does. It is registered process-wide, hence a pure function of
- * (trx, event): no captured app state. The caller emits `webhooksChanged`
- * after its commit and the dispatcher sends at once (see wakeAfterCommit).
+ * (trx, event): no captured app state; the app's dispatcher is found by the
+ * transaction's writer (handoff.ts). Rows it takes are handed to it in memory
+ * once durable; the others wake the dispatchers after the commit (see
+ * wakeAfterCommit) to claim them.
  * An event goes only to webhooks of its own mode: a webhook created with a
  * sandbox key never receives live events, and a live one never sandbox events.
  * Which webhooks those are comes from memory (subscriptions.ts), not a SELECT
@@ -12,7 +14,10 @@
 import type { Tx } from '../db';
 import type { RecordedEvent } from '../events/record';
 import { EVENT_TYPES, isExtensionEvent } from '../events/schemas';
-import { insertDeliveries } from './deliveries';
+import { insertRows } from '../db/buffer';
+import { eventRequestBody } from './event-body';
+import { newDeliveryRows } from './deliveries';
+import { handWhenDurable, takerFor } from './handoff';
 import { subscriptionsOf } from './subscriptions';
 
 const PUBLIC_EVENTS: ReadonlySet<string> = new Set(EVENT_TYPES);
@@ -27,12 +32,34 @@ export function subscribes(events: readonly string[], type: string): boolean {
   return events.includes(type) || (events.includes('*') && !isExtensionEvent(type));
 }
 
+/**
+ * The event's delivery rows. Those the app's dispatcher takes (handoff.ts) are written leased to it and handed
+ * over once the commit is durable; the others wake the dispatchers to claim them after the commit.
+ */
 export async function enqueueWebhookDeliveries(trx: Tx, event: RecordedEvent): Promise<void> {
   if (!PUBLIC_EVENTS.has(event.type)) return;
   const hooks = await subscriptionsOf(trx, { accountId: event.accountId, mode: event.mode });
   const matching = hooks.filter((h) => subscribes(h.events, event.type)).map((h) => h.id);
-  await insertDeliveries(trx, event, matching);
-  if (matching.length) wakeAfterCommit(trx, matching);
+  if (!matching.length) return;
+  const rows = newDeliveryRows(event, matching);
+  const taker = takerFor(trx);
+  const taken = rows.filter((row) => {
+    const lease = taker?.reserve(row.webhook_id);
+    if (lease) Object.assign(row, { lease_owner: lease.owner, lease_expires_at: lease.expiresAt });
+    return lease != null;
+  });
+  try {
+    await insertRows(trx, 'webhook_deliveries', rows);
+  } catch (err) {
+    taker?.settle(taken.map((row) => ({ row, body: '' })), false);
+    throw err;
+  }
+  if (taker && taken.length) {
+    const body = eventRequestBody(event);
+    for (const row of taken) handWhenDurable(trx, taker, { row, body });
+  }
+  const left = rows.filter((row) => row.lease_owner === null).map((row) => row.webhook_id);
+  if (left.length) wakeAfterCommit(trx, left);
 }
 
 /**

@@ -9,6 +9,8 @@ import { parseConfig } from '../../src/config';
 import { openDatabase, type Db } from '../../src/db';
 import { addToCounters, insertRows } from '../../src/db/buffer';
 import { Writer, type BatchKind } from '../../src/db/writer';
+import { whenDurable } from '../../src/db/durable-hooks';
+import type { WalSync } from '../../src/db/wal-sync';
 
 describe('the batched writer', () => {
   let dir: string;
@@ -156,6 +158,41 @@ describe('the batched writer', () => {
     await writer.drained();
     assert.equal((await reader('items').where('id', 'like', 'e%')).length, 5);
     await Promise.all(pending);
+  });
+
+  it('a durable hook runs after the WAL sync and before the callers are answered; never for other transactions', async () => {
+    let synced!: () => void;
+    const sync = new Promise<void>((resolve) => (synced = resolve));
+    const walSync = { claimNextCommit: () => undefined, sync: () => sync } as unknown as WalSync;
+    const syncing = new Writer(db, { maxWeight: 100, windowMs: 0, walSync });
+    const order: string[] = [];
+    const answered = syncing.run(async (trx) => {
+      assert.equal(whenDurable(trx, (durable) => order.push(`durable ${durable}`)), true);
+      await insertRows(trx, 'items', [{ id: 'k1', n: 1 }]);
+    }).then(() => order.push('answered'));
+    while (!(await reader('items').where({ id: 'k1' }).first())) await new Promise((r) => setImmediate(r));
+    assert.deepEqual(order, [], 'committed, not yet synced: nothing told');
+    synced();
+    await answered;
+    assert.deepEqual(order, ['durable true', 'answered']);
+    const other: boolean[] = [];
+    await db.transaction(async (trx) => assert.equal(whenDurable(trx, (durable) => other.push(durable)), false));
+    assert.deepEqual(other, [], 'a transaction no writer runs never tells');
+  });
+
+  it('a group that fails tells its hooks false; the rerun of the work that did not fail tells its own true', async () => {
+    const told: string[] = [];
+    const good = writer.run(async (trx) => {
+      whenDurable(trx, (durable) => told.push(`good ${durable}`));
+      await insertRows(trx, 'items', [{ id: 'k2', n: 1 }]);
+    });
+    const bad = writer.run(async (trx) => {
+      whenDurable(trx, (durable) => told.push(`bad ${durable}`));
+      throw new Error('fails');
+    });
+    await good;
+    await assert.rejects(bad, /fails/);
+    assert.deepEqual(told, ['good false', 'bad false', 'good true', 'bad false']);
   });
 
   describe('with counterFlushMs (counters summed across transactions)', () => {
