@@ -10,7 +10,11 @@
  */
 import type { Tx } from './index';
 
-/** Told true once the transaction's commit is durable, false when it rolled back (or its sync failed). */
+/**
+ * Told true once the transaction's commit is durable, false when it rolled back or its sync failed. After a
+ * failed sync (or a COMMIT whose outcome is unknown) the writes may be there all the same: what a hook had
+ * written for itself (rows leased to the dispatcher) waits for its lease to lapse or the next start.
+ */
 export type DurableHook = (durable: boolean) => void;
 
 const open = new WeakMap<Tx, DurableHook[]>();

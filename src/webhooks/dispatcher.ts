@@ -76,6 +76,10 @@ export class WebhookDispatcher implements Worker, DeliveryTaker {
   /** new rows written leased to us whose transaction has not settled yet, per webhook (handoff.ts) */
   private readonly reserved = new Map<string, number>();
   private reservedTotal = 0;
+  /** stop() waits for the last reservation to settle */
+  private reservationsSettled: (() => void) | undefined;
+  /** while a claim's query runs: the room it may take, and the webhooks it skips (the others it may fill) */
+  private claiming: { room: number; skips: ReadonlySet<string> } | undefined;
   /** new rows may be due now (a signal, the poll, the start) */
   private mayBeDue = true;
   /** webhooks that may have more due rows: their share of the last claim was full, or this process committed new ones */
@@ -140,6 +144,9 @@ export class WebhookDispatcher implements Worker, DeliveryTaker {
     // Aborted requests are not attempts: their leases are released and the next start sends them.
     this.slots.abortAll();
     await Promise.allSettled([...this.unfinished]);
+    // Rows reserved for hand-over whose transactions the writer (still running) has yet to settle: once durable
+    // they join the released ones, so a clean stop leaves nothing leased to us.
+    if (this.reservedTotal > 0) await new Promise<void>((resolve) => (this.reservationsSettled = resolve));
     await releaseLeases(this.deps.db, [...this.ready.clear(), ...this.aborted.splice(0)], this.owner);
     await this.runner.destroy();
   }
@@ -203,18 +210,20 @@ export class WebhookDispatcher implements Worker, DeliveryTaker {
     return this.ready.queued(webhookId) + this.slots.inFlight(webhookId) + (this.reserved.get(webhookId) ?? 0);
   }
 
-  /** Room for rows in all: a claim's batch, or new rows handed over. */
+  /** Room for rows in all: a claim's batch, or new rows handed over; a claim under way has spoken for its own. */
   private room(): number {
-    return this.deps.config.webhooks.concurrency * CLAIM_ROUNDS - this.ready.size - this.slots.size - this.reservedTotal;
+    const { concurrency } = this.deps.config.webhooks;
+    return concurrency * CLAIM_ROUNDS - this.ready.size - this.slots.size - this.reservedTotal - (this.claiming?.room ?? 0);
   }
 
   /**
    * A new row of this webhook is about to be written (handoff.ts): taken, leased to us, while the room and the
-   * webhook's share of a claim allow, and unless the table may hold older due rows of it (moreDue): those go
-   * first, by a claim.
+   * webhook's share of a claim allow, unless the table may hold older due rows of it (moreDue: those go first,
+   * by a claim), and unless a claim under way may fill its share (the share would then hold twice as much).
    */
   reserve(webhookId: string): { owner: string; expiresAt: number } | null {
     if (!this.running || this.moreDue.has(webhookId) || this.room() <= 0) return null;
+    if (this.claiming && !this.claiming.skips.has(webhookId)) return null;
     if (this.held(webhookId) >= this.deps.config.webhooks.perWebhookConcurrency * CLAIM_ROUNDS) return null;
     this.reserved.set(webhookId, (this.reserved.get(webhookId) ?? 0) + 1);
     this.reservedTotal++;
@@ -223,17 +232,24 @@ export class WebhookDispatcher implements Worker, DeliveryTaker {
 
   /** The rows reserved are durable (queued now, sent as slots allow) or rolled back (forgotten). */
   settle(handed: HandedDelivery[], durable: boolean): void {
-    for (const { row } of handed) {
-      const left = (this.reserved.get(row.webhook_id) ?? 0) - 1;
-      if (left > 0) this.reserved.set(row.webhook_id, left);
-      else this.reserved.delete(row.webhook_id);
-      this.reservedTotal--;
+    try {
+      for (const { row } of handed) this.unreserve(row.webhook_id);
+      if (!durable) return;
+      if (this.stopped) return void this.aborted.push(...handed.map(({ row }) => row.id)); // stop() releases them
+      const unread = this.ready.addHanded(handed.map(({ row, body }) => ({ delivery: toDelivery(row), body })), (id) => this.slots.has(id));
+      this.launchFresh();
+      if (unread) this.wake(); // its pass reads the webhook (startReady), then launches
+    } catch (err) {
+      // Not expected; the rows stay leased to us until the next start here releases them, or the lease lapses.
+      this.deps.log.error({ err, deliveries: handed.length }, 'taking over new webhook deliveries failed');
     }
-    // Stopped: the rows stay leased to us; the next start here releases them, or their leases lapse.
-    if (!durable || this.stopped) return;
-    const unread = this.ready.addHanded(handed.map(({ row, body }) => ({ delivery: toDelivery(row), body })), (id) => this.slots.has(id));
-    this.launchFresh();
-    if (unread) this.wake(); // its pass reads the webhook (startReady), then launches
+  }
+
+  private unreserve(webhookId: string): void {
+    const left = (this.reserved.get(webhookId) ?? 0) - 1;
+    if (left > 0) this.reserved.set(webhookId, left);
+    else this.reserved.delete(webhookId);
+    if (--this.reservedTotal === 0) this.reservationsSettled?.();
   }
 
   /** Whether a webhook holds few enough rows for a claim of more (see REFILL_ROUNDS). */
@@ -256,24 +272,33 @@ export class WebhookDispatcher implements Worker, DeliveryTaker {
     const seenSeq = this.moreDueSeq; // rows committed while the query runs are not in what it saw
     const skip = [...new Set([...this.ready.webhookIds(), ...this.slots.webhookIds()])].filter((id) => !this.wantsMore(id));
     const depth = share * CLAIM_ROUNDS;
-    const rows = await claimDue(db, { now, perWebhook: depth, limit: room, skipWebhooks: skip }, this.owner, now + this.leaseMs)
-      .catch((err: unknown) => {
-        this.mayBeDue ||= asked; // not claimed: still asked for
-        throw err;
-      });
-    // What the claim saw: skipped webhooks may have new rows, a full share may hide more, the rest is drained.
+    this.claiming = { room, skips: new Set(skip) }; // until the rows are queued: reserve() must not take the same room
+    try {
+      const rows = await claimDue(db, { now, perWebhook: depth, limit: room, skipWebhooks: skip }, this.owner, now + this.leaseMs)
+        .catch((err: unknown) => {
+          this.mayBeDue ||= asked; // not claimed: still asked for
+          throw err;
+        });
+      this.noteClaimed(rows, { skip, seenSeq, depth, room, asked, retryDue });
+      await this.enqueue(rows.map((r) => r.id));
+      return rows.length;
+    } finally {
+      this.claiming = undefined;
+    }
+  }
+
+  /** What the claim saw: skipped webhooks may have new rows, a full share may hide more, the rest is drained. */
+  private noteClaimed(rows: Array<{ webhookId: string }>, q: { skip: string[]; seenSeq: number; depth: number; room: number; asked: boolean; retryDue: boolean }): void {
     const perHook = new Map<string, number>();
     for (const r of rows) perHook.set(r.webhookId, (perHook.get(r.webhookId) ?? 0) + 1);
-    for (const [id, seq] of [...this.moreDue]) if (seq <= seenSeq && !skip.includes(id)) this.moreDue.delete(id);
-    if (asked || retryDue) skip.forEach((id) => this.markMoreDue(id)); // a skipped webhook's due rows wait for room
-    for (const [id, n] of perHook) if (n >= depth) this.markMoreDue(id);
-    if (rows.length >= room) this.mayBeDue = true;
-    if (retryDue) {
+    for (const [id, seq] of [...this.moreDue]) if (seq <= q.seenSeq && !q.skip.includes(id)) this.moreDue.delete(id);
+    if (q.asked || q.retryDue) q.skip.forEach((id) => this.markMoreDue(id)); // a skipped webhook's due rows wait for room
+    for (const [id, n] of perHook) if (n >= q.depth) this.markMoreDue(id);
+    if (rows.length >= q.room) this.mayBeDue = true;
+    if (q.retryDue) {
       this.nextDue = null; // passed: learn the next one anew
       this.nextDueKnown = false;
     }
-    await this.enqueue(rows.map((r) => r.id));
-    return rows.length;
   }
 
   /**

@@ -27,11 +27,16 @@ export class LaneGate {
         this.waiting = this.waiting.filter((w) => w !== entry);
         resolve(aborted());
       };
-      if (this.fits(lane)) return start();
       if (signal?.aborted) return resolve(aborted());
+      if (this.fits(lane)) return start();
       signal?.addEventListener('abort', leave, { once: true });
       this.waiting.push(entry);
     });
+  }
+
+  /** Nothing runs or waits (a thread's stand-in is done: send-thread.ts). */
+  get idle(): boolean {
+    return this.runningTotal === 0 && this.waiting.length === 0;
   }
 
   private fits(lane: string): boolean {

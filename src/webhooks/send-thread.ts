@@ -59,6 +59,8 @@ const THREAD_HEAP_MB = 128;
 interface Pending {
   lane: string;
   input: AttemptInput;
+  /** performance.now() when it was handed to the thread */
+  postedAt: number;
   resolve(outcome: SendOutcome): void;
   reject(err: Error): void;
 }
@@ -82,11 +84,14 @@ export class SenderThread {
 
   /** One attempt of a delivery to webhook `lane`; it waits on the thread while the lane or all are at their limit. */
   attempt(lane: string, input: AttemptInput): Promise<SendOutcome> {
-    if (this.closed || input.signal?.aborted || performance.now() < this.restUntil) return this.attemptHere(lane, input);
+    if (input.signal?.aborted) return Promise.resolve(NOT_STARTED);
+    // After a failure, attempts stay here until the rest is over and this side's requests are done: the limits
+    // hold on one side at a time.
+    if (this.closed || performance.now() < this.restUntil || (this.local && !this.local.gate.idle)) return this.attemptHere(lane, input);
     const id = this.nextId++;
     const { signal, ...posted } = input;
     return new Promise<SendOutcome>((resolve, reject) => {
-      this.pending.set(id, { lane, input, resolve, reject });
+      this.pending.set(id, { lane, input, postedAt: performance.now(), resolve, reject });
       signal?.addEventListener('abort', () => this.pending.has(id) && this.post({ abort: id }), { once: true });
       this.post({ id, lane, input: posted });
     });
@@ -123,6 +128,7 @@ export class SenderThread {
     const worker = new Worker(path.join(__dirname, 'send-worker.js'), { workerData: this.data, resourceLimits: { maxOldGenerationSizeMb: THREAD_HEAP_MB } });
     worker.unref(); // an idle sender never keeps the process alive
     worker.on('message', (answers: SendAnswer[]) => answers.forEach((a) => this.settle(a)));
+    worker.on('messageerror', (err) => this.fail(`an answer could not be read: ${err.message}`)); // its attempts are lost with it
     let error: unknown;
     worker.on('error', (err) => (error = err)); // 'exit' follows
     worker.on('exit', (code) => {
@@ -157,7 +163,11 @@ export class SenderThread {
     this.outbox = [];
     for (const [id, p] of [...this.pending]) {
       this.pending.delete(id);
-      this.attemptHere(p.lane, p.input).then(p.resolve, p.reject);
+      // made now: signed and recorded with the time it starts here, as a request that waited its turn is
+      const waited = Math.round(performance.now() - p.postedAt);
+      this.attemptHere(p.lane, { ...p.input, now: p.input.now + waited })
+        .then((outcome) => ({ ...outcome, waitedMs: (outcome.waitedMs ?? 0) + waited }))
+        .then(p.resolve, p.reject);
     }
   }
 

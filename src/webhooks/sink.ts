@@ -43,6 +43,7 @@ export async function enqueueWebhookDeliveries(trx: Tx, event: RecordedEvent): P
   if (!matching.length) return;
   const rows = newDeliveryRows(event, matching);
   const taker = takerFor(trx);
+  const body = taker ? eventRequestBody(event) : '';
   const taken = rows.filter((row) => {
     const lease = taker?.reserve(row.webhook_id);
     if (lease) Object.assign(row, { lease_owner: lease.owner, lease_expires_at: lease.expiresAt });
@@ -51,13 +52,10 @@ export async function enqueueWebhookDeliveries(trx: Tx, event: RecordedEvent): P
   try {
     await insertRows(trx, 'webhook_deliveries', rows);
   } catch (err) {
-    taker?.settle(taken.map((row) => ({ row, body: '' })), false);
+    taker?.settle(taken.map((row) => ({ row, body })), false); // not written: the reservations are given back
     throw err;
   }
-  if (taker && taken.length) {
-    const body = eventRequestBody(event);
-    for (const row of taken) handWhenDurable(trx, taker, { row, body });
-  }
+  for (const row of taken) handWhenDurable(trx, taker!, { row, body });
   const left = rows.filter((row) => row.lease_owner === null).map((row) => row.webhook_id);
   if (left.length) wakeAfterCommit(trx, left);
 }

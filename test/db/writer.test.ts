@@ -180,6 +180,17 @@ describe('the batched writer', () => {
     assert.deepEqual(other, [], 'a transaction no writer runs never tells');
   });
 
+  it('a failed WAL sync tells the hooks false, and the callers get its error', async () => {
+    const walSync = { claimNextCommit: () => undefined, sync: () => Promise.reject(new Error('EIO')) } as unknown as WalSync;
+    const failing = new Writer(db, { maxWeight: 100, windowMs: 0, walSync });
+    const told: boolean[] = [];
+    await assert.rejects(failing.run(async (trx) => {
+      whenDurable(trx, (durable) => told.push(durable));
+      await insertRows(trx, 'items', [{ id: 'k3', n: 1 }]);
+    }), /EIO/);
+    assert.deepEqual(told, [false]);
+  });
+
   it('a group that fails tells its hooks false; the rerun of the work that did not fail tells its own true', async () => {
     const told: string[] = [];
     const good = writer.run(async (trx) => {

@@ -95,4 +95,41 @@ describe('webhook deliveries handed over in memory', () => {
       await app.stop();
     }
   });
+
+  it('a stop waits for hand-overs under way and gives their rows back', async () => {
+    const app = await startWebhookApp();
+    const receiver = await startWebhookReceiver();
+    let release = () => undefined as void;
+    try {
+      await createWebhook(app, { url: receiver.url, events: ['message.delivered'] });
+      const accountId = await accountIdOf(app);
+      let recorded!: () => void;
+      const inTransaction = new Promise<void>((resolve) => (recorded = resolve));
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      const writing = app.deps.writer.run(async (trx) => {
+        const at = app.deps.clock.now();
+        const m = { id: newId('msg'), mode: 'live' as const, toEmail: 'u@example.org', fromEmail: 'app@shop.example', tags: [], metadata: {} };
+        await recordEvent(trx, { accountId, mode: 'live', type: 'message.delivered', messageId: m.id, data: messageEventData(m, { delivered_at: iso(at) }), at });
+        recorded();
+        await gate; // reserved, written leased, not yet committed
+      });
+      await inTransaction;
+      const dispatcher = app.workers.find((w) => w.name === 'webhooks')!;
+      let stopped = false;
+      const stopping = dispatcher.stop().then(() => (stopped = true));
+      await new Promise((r) => setImmediate(r));
+      assert.equal(stopped, false, 'the stop waits for the transaction');
+      release();
+      await writing;
+      await stopping;
+      const rows = await app.db('webhook_deliveries');
+      assert.equal(rows.length, 1);
+      assert.equal(rows[0].lease_owner, null, 'given back, for the next start or another node');
+      assert.equal(receiver.requests.length, 0, 'not sent by a stopped dispatcher');
+    } finally {
+      release(); // a failed assertion must not leave the writer waiting
+      await receiver.close();
+      await app.stop();
+    }
+  });
 });

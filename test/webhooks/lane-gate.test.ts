@@ -48,8 +48,10 @@ test('a waiting request that is aborted leaves without running; a running one is
   assert.deepEqual(await Promise.all([first, third]), ['a1', 'a3']);
   const already = new AbortController();
   already.abort();
+  assert.equal(await h.run('c', 'c1', already.signal), 'c1 aborted', 'aborted before it was asked: not run, though it fits');
   const blocker = h.run('b', 'b1');
   assert.equal(await h.run('b', 'b2', already.signal), 'b2 aborted');
   h.release('b1');
   await blocker;
+  assert.deepEqual(h.started, ['a1', 'a3', 'b1']);
 });

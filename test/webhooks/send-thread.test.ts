@@ -12,8 +12,8 @@ const SECRET = 'whsec_thread_test_secret_0123456789';
 const config = parseConfig({ webhooks: { allowPrivateTargets: true, allowHttp: true, timeoutMs: 5_000 } });
 const agents = { maxSockets: 4, maxFreeSockets: 2, maxAgents: 8 };
 
-function sender(onThreadFailure?: (reason: string, orphans: number) => void): SenderThread {
-  return new SenderThread({ config: { dns: config.dns, webhooks: config.webhooks }, agents }, { onThreadFailure });
+function sender(onThreadFailure?: (reason: string, orphans: number) => void, webhooks = config.webhooks): SenderThread {
+  return new SenderThread({ config: { dns: config.dns, webhooks }, agents }, { onThreadFailure });
 }
 
 const input = (url: string, n: number, signal?: AbortSignal) => ({
@@ -73,6 +73,31 @@ test('what a thread that ends held is attempted on the main thread, and the fail
     assert.equal(failures.length, 1);
     assert.equal(failures[0].orphans, 1);
     assert.equal(receiver.requests.length, 2, 'at least once: the receiver saw it twice');
+  } finally {
+    await s.destroy();
+    await receiver.close();
+  }
+});
+
+test('a request that waits for its turn on the thread is signed with the time it starts, and tells its wait', async () => {
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  const receiver = await startWebhookReceiver({ respond: async (_req, n) => (n === 1 ? gate.then(() => undefined) : undefined) });
+  const s = sender(undefined, { ...config.webhooks, perWebhookConcurrency: 1 });
+  try {
+    const now = Date.now();
+    const first = s.attempt('hook', { ...input(receiver.url, 1), now });
+    const second = s.attempt('hook', { ...input(receiver.url, 2), now });
+    await receiver.waitFor(1, 5_000);
+    await new Promise((r) => setTimeout(r, 1_100)); // the second waits behind the first, one request a webhook
+    assert.equal(receiver.requests.length, 1, 'one at a time to one webhook');
+    release();
+    assert.equal((await first).success, true);
+    const waited = await second;
+    assert.ok((waited.waitedMs ?? 0) >= 1_000, `waited ${waited.waitedMs} ms`);
+    const t = (n: number) => verifyIndependently(receiver.requests[n].headers['service-signature'] as string, receiver.requests[n].body, SECRET).t;
+    assert.ok(t(1) >= Math.floor(now / 1000) + 1, 'signed when it started, not when it was asked');
+    assert.equal(t(0), Math.floor(now / 1000));
   } finally {
     await s.destroy();
     await receiver.close();
