@@ -2,11 +2,9 @@
  * The webhook dispatcher: the last stage of the event fan-out. New delivery
  * rows of this process are handed to it in memory as far as it has room
  * (handoff.ts); it claims the other due rows a batch at a time (claims.ts).
- * Both go into an in-memory queue (ready.ts) and are sent as slots (slots.ts)
- * free up: each through
- * attempt-runner.ts, over kept-alive connections (agents.ts), its result
- * written in the next batch (recorder.ts, results.ts), which also schedules
- * the retries.
+ * Both are held in memory and sent as slots free up (launcher.ts), on the
+ * sender thread (send-thread.ts), each result written in the next batch
+ * (recorder.ts, results.ts), which also schedules the retries.
  *
  * It asks the database only when something can be due: after a signal (the
  * commit of new delivery rows, `webhooksChanged`), when the earliest retry it
@@ -20,20 +18,15 @@
  * webhook, so a dead or slow endpoint holds its own slots only. Mail delivery
  * never waits on any of this: it only inserts rows.
  */
-import { performance } from 'node:perf_hooks';
 import type { AppDeps } from '../deps';
 import type { Worker } from '../modules';
 import { checkCaFile } from './attempt';
-import { AttemptRunner } from './attempt-runner';
-import { claimDue, nextDueAfter, releaseLeases } from './claims';
+import { claimDue, nextDueAfter } from './claims';
 import { toDelivery } from './deliveries';
 import { attachDeliveryTaker, detachDeliveryTaker, type DeliveryTaker, type HandedDelivery } from './handoff';
-import { Job, loadJobs, loadWebhooks } from './jobs';
+import { Launcher } from './launcher';
 import { newOwner, releaseDeadLeases } from './owners';
-import { ReadyQueue } from './ready';
 import { onDeliveriesCommitted } from './sink';
-import { Slots } from './slots';
-import { secretsKey } from './store';
 
 type DispatcherDeps = Pick<AppDeps, 'config' | 'db' | 'reader' | 'clock' | 'log' | 'metrics' | 'signals' | 'writer'>;
 
@@ -52,26 +45,10 @@ const LEASE_SLACK_MS = 60_000;
  * round was left, it ran after the queue had emptied, and deliveries kept up with a third of the events.
  */
 const REFILL_ROUNDS = CLAIM_ROUNDS / 2;
-/**
- * Rounds of requests handed to the sender thread at once: the round in flight and the next. With the round in
- * flight only, every request waited for two trips through the main thread's event loop (the answer, the next
- * request) before the next could start: one webhook on every event kept up with 35 % of the events while mail
- * flowed at full speed (docs/benchmarks.md).
- */
-const HANDED_ROUNDS = 2;
-/** A queued delivery's webhook is re-read when older than this, so changes reach it. */
-const WEBHOOK_FRESH_MS = 1_000;
-
 export class WebhookDispatcher implements Worker, DeliveryTaker {
   readonly name = 'webhooks';
   private readonly owner: string;
-  private readonly ready = new ReadyQueue();
-  private readonly slots: Slots;
-  /** every started delivery until its result is on disk */
-  private readonly unfinished = new Set<Promise<void>>();
-  /** deliveries aborted by stop(): not attempts, their leases are given back */
-  private readonly aborted: string[] = [];
-  private readonly runner: AttemptRunner;
+  private readonly launcher: Launcher;
   private readonly leaseMs: number;
   /** new rows written leased to us whose transaction has not settled yet, per webhook (handoff.ts) */
   private readonly reserved = new Map<string, number>();
@@ -97,12 +74,14 @@ export class WebhookDispatcher implements Worker, DeliveryTaker {
   private passQueued = false;
 
   constructor(private readonly deps: DispatcherDeps) {
-    const { concurrency, perWebhookConcurrency, timeoutMs, tlsCaFile } = deps.config.webhooks;
+    const { timeoutMs, tlsCaFile } = deps.config.webhooks;
     this.owner = newOwner(deps.config.node.id);
-    // The sender thread holds a round more than it may run (lane-gate.ts): a finished request's successor starts
-    // there at once, not after a trip through this thread's event loop.
-    this.slots = new Slots({ concurrency: concurrency * HANDED_ROUNDS, perWebhookConcurrency: perWebhookConcurrency * HANDED_ROUNDS });
-    this.runner = new AttemptRunner(deps, this.owner);
+    this.launcher = new Launcher(deps, this.owner, {
+      slotFreed: () => this.wake(),
+      retryAt: (at) => {
+        if (this.nextDueKnown) this.nextDue = Math.min(this.nextDue ?? Infinity, at);
+      },
+    });
     // The longest attempt (the guard's lookups + the request) for every round the row may wait in the queue:
     // behind at most REFILL_ROUNDS rounds held when it was claimed, and the rounds of its own claim; plus slack.
     // (With the defaults 24 × 22 s + 60 s, 9.8 min; it was 12 × 52 s, 10.4 min, when the slack counted per round
@@ -141,14 +120,11 @@ export class WebhookDispatcher implements Worker, DeliveryTaker {
     this.unsubscribe?.();
     clearTimeout(this.timer);
     await this.chain; // a pass in progress launches nothing more
-    // Aborted requests are not attempts: their leases are released and the next start sends them.
-    this.slots.abortAll();
-    await Promise.allSettled([...this.unfinished]);
     // Rows reserved for hand-over whose transactions the writer (still running) has yet to settle: once durable
     // they join the released ones, so a clean stop leaves nothing leased to us.
-    if (this.reservedTotal > 0) await new Promise<void>((resolve) => (this.reservationsSettled = resolve));
-    await releaseLeases(this.deps.db, [...this.ready.clear(), ...this.aborted.splice(0)], this.owner);
-    await this.runner.destroy();
+    await this.launcher.stop(async () => {
+      if (this.reservedTotal > 0) await new Promise<void>((resolve) => (this.reservationsSettled = resolve));
+    });
   }
 
   /** Sends everything due now (retries that become due meanwhile are not due now) and waits for it. */
@@ -156,8 +132,8 @@ export class WebhookDispatcher implements Worker, DeliveryTaker {
     this.mayBeDue = true; // a test's clock moves without our timers
     while (!this.stopped) {
       const claimed = await this.serialize(() => this.fill());
-      if (!claimed && !this.unfinished.size && !this.ready.size) return;
-      await Promise.allSettled([...this.unfinished]);
+      if (!claimed && !this.launcher.busy) return;
+      await this.launcher.settled();
     }
   }
 
@@ -198,7 +174,7 @@ export class WebhookDispatcher implements Worker, DeliveryTaker {
   private async fill(): Promise<number> {
     let claimed = 0;
     for (;;) {
-      await this.startReady();
+      await this.launcher.startReady();
       const n = await this.claim();
       if (!n) return claimed;
       claimed += n;
@@ -207,13 +183,13 @@ export class WebhookDispatcher implements Worker, DeliveryTaker {
 
   /** A webhook's rows held: queued, in flight, and reserved for hand-over. */
   private held(webhookId: string): number {
-    return this.ready.queued(webhookId) + this.slots.inFlight(webhookId) + (this.reserved.get(webhookId) ?? 0);
+    return this.launcher.held(webhookId) + (this.reserved.get(webhookId) ?? 0);
   }
 
   /** Room for rows in all: a claim's batch, or new rows handed over; a claim under way has spoken for its own. */
   private room(): number {
     const { concurrency } = this.deps.config.webhooks;
-    return concurrency * CLAIM_ROUNDS - this.ready.size - this.slots.size - this.reservedTotal - (this.claiming?.room ?? 0);
+    return concurrency * CLAIM_ROUNDS - this.launcher.size - this.reservedTotal - (this.claiming?.room ?? 0);
   }
 
   /**
@@ -235,9 +211,8 @@ export class WebhookDispatcher implements Worker, DeliveryTaker {
     try {
       for (const { row } of handed) this.unreserve(row.webhook_id);
       if (!durable) return;
-      if (this.stopped) return void this.aborted.push(...handed.map(({ row }) => row.id)); // stop() releases them
-      const unread = this.ready.addHanded(handed.map(({ row, body }) => ({ delivery: toDelivery(row), body })), (id) => this.slots.has(id));
-      this.launchFresh();
+      if (this.stopped) return this.launcher.giveBack(handed.map(({ row }) => row.id));
+      const unread = this.launcher.addHanded(handed.map(({ row, body }) => ({ delivery: toDelivery(row), body })));
       if (unread) this.wake(); // its pass reads the webhook (startReady), then launches
     } catch (err) {
       // Not expected; the rows stay leased to us until the next start here releases them, or the lease lapses.
@@ -270,7 +245,7 @@ export class WebhookDispatcher implements Worker, DeliveryTaker {
     const asked = this.mayBeDue;
     this.mayBeDue = false;
     const seenSeq = this.moreDueSeq; // rows committed while the query runs are not in what it saw
-    const skip = [...new Set([...this.ready.webhookIds(), ...this.slots.webhookIds()])].filter((id) => !this.wantsMore(id));
+    const skip = this.launcher.webhookIds().filter((id) => !this.wantsMore(id));
     const depth = share * CLAIM_ROUNDS;
     this.claiming = { room, skips: new Set(skip) }; // until the rows are queued: reserve() must not take the same room
     try {
@@ -280,7 +255,7 @@ export class WebhookDispatcher implements Worker, DeliveryTaker {
           throw err;
         });
       this.noteClaimed(rows, { skip, seenSeq, depth, room, asked, retryDue });
-      await this.enqueue(rows.map((r) => r.id));
+      await this.launcher.addClaimed(rows.map((r) => r.id));
       return rows.length;
     } finally {
       this.claiming = undefined;
@@ -301,87 +276,10 @@ export class WebhookDispatcher implements Worker, DeliveryTaker {
     }
   }
 
-  /**
-   * Loads the claimed rows' jobs (one query) into the ready queue; a paused webhook's rows go back. The query
-   * reads on the reader connections: the claim has committed, and the writer's connection would make it wait
-   * for the writer's next turn a second time (~15 ms while mail flows), with the slots idle meanwhile.
-   */
-  private async enqueue(ids: string[]): Promise<void> {
-    const { db, reader, config } = this.deps;
-    if (!ids.length) return;
-    const jobs = await loadJobs(reader, secretsKey(config.dataDir), ids);
-    await releaseLeases(db, jobs.filter((j) => !j.webhook.enabled).map((j) => j.delivery.id), this.owner);
-    this.ready.add(jobs.filter((j) => j.webhook.enabled), performance.now(), (id) => this.slots.has(id));
-  }
-
-  /**
-   * Moves queued jobs into free slots, lane by lane; lanes read over a second ago get their webhook re-read
-   * first. A stale lane with room of its own is re-read even when every global slot is taken: freed slots go to
-   * fresh lanes at once (launchFresh), so waiting for global room would starve it (a slow endpoint's lane goes
-   * stale while its requests are out). Re-read, it is ahead in the turn for the next freed slot.
-   */
-  private async startReady(): Promise<void> {
-    const stale = this.ready.webhookIds().filter((id) => this.slots.hasOwnRoom(id) && this.ready.isStale(id, WEBHOOK_FRESH_MS, performance.now()));
-    if (stale.length) await this.reread(stale);
-    this.launchFresh();
-  }
-
-  /**
-   * Moves queued jobs of lanes read within the last second into free slots, at once: a finished request's slot
-   * is refilled without waiting for the pass in progress (a claim waits its turn at the writer's connection,
-   * ~15 ms while mail flows at full speed, and the slots stood idle meanwhile). Stale lanes wait for startReady.
-   */
-  private launchFresh(): void {
-    const now = performance.now();
-    for (const id of this.ready.webhookIds()) {
-      if (this.stopped || this.slots.full()) return;
-      const room = this.slots.room(id);
-      if (room > 0 && !this.ready.isStale(id, WEBHOOK_FRESH_MS, now)) for (const job of this.ready.take(id, room)) this.launch(job);
-    }
-  }
-
-  /** Applies webhook changes to queued jobs: a deleted webhook took its rows along, a paused one's go back. */
-  private async reread(webhookIds: string[]): Promise<void> {
-    const { db, reader, config } = this.deps;
-    const current = await loadWebhooks(reader, secretsKey(config.dataDir), webhookIds);
-    const back: string[] = [];
-    for (const id of webhookIds) {
-      const webhook = current.get(id);
-      if (!webhook) this.ready.drop(id);
-      else if (!webhook.enabled) back.push(...this.ready.drop(id));
-      else this.ready.setWebhook(webhook, performance.now());
-    }
-    await releaseLeases(db, back, this.owner);
-  }
-
-  private launch(job: Job): void {
-    const { id, webhookId } = job.delivery;
-    const controller = this.slots.take(id, webhookId);
-    const freeSlot = () => {
-      if (!this.slots.release(id)) return;
-      this.launchFresh();
-      this.wake();
-    };
-    const done: Promise<void> = this.send(job, controller.signal, freeSlot)
-      .catch((err: unknown) => this.deps.log.error({ err, deliveryId: id }, 'webhook attempt failed unexpectedly'))
-      .finally(() => {
-        freeSlot();
-        this.unfinished.delete(done);
-      });
-    this.unfinished.add(done);
-  }
-
-  /** Attempt and record one claimed delivery; the slot is free as soon as the answer is in, before the write. */
-  private async send(job: Job, signal: AbortSignal, freeSlot: () => void): Promise<void> {
-    const recorded = await this.runner.run(job, signal, freeSlot);
-    if (recorded === 'aborted') this.aborted.push(job.delivery.id);
-    else if (recorded?.nextAttemptAt != null && this.nextDueKnown) this.nextDue = Math.min(this.nextDue ?? Infinity, recorded.nextAttemptAt);
-  }
-
   /** After a start or a poll, or once the known next due time passed: one query for the earliest future one. */
   private async learnNextDue(): Promise<void> {
     if (this.nextDueKnown || this.stopped) return;
-    // Known before the query: results recorded while it runs are then folded in by send().
+    // Known before the query: retries scheduled while it runs are then folded in (retryAt).
     this.nextDueKnown = true;
     const now = this.deps.clock.now();
     const found = await nextDueAfter(this.deps.db, now);
