@@ -119,7 +119,8 @@ export class WebhookDispatcher implements Worker, DeliveryTaker {
     this.stopped = true;
     this.unsubscribe?.();
     clearTimeout(this.timer);
-    await this.chain; // a pass in progress launches nothing more
+    this.launcher.halt(); // neither a freed slot nor the pass in progress launches anything more
+    await this.chain;
     // Rows reserved for hand-over whose transactions the writer (still running) has yet to settle: once durable
     // they join the released ones, so a clean stop leaves nothing leased to us.
     await this.launcher.stop(async () => {
@@ -245,7 +246,7 @@ export class WebhookDispatcher implements Worker, DeliveryTaker {
     const asked = this.mayBeDue;
     this.mayBeDue = false;
     const seenSeq = this.moreDueSeq; // rows committed while the query runs are not in what it saw
-    const skip = this.launcher.webhookIds().filter((id) => !this.wantsMore(id));
+    const skip = [...new Set([...this.launcher.webhookIds(), ...this.reserved.keys()])].filter((id) => !this.wantsMore(id));
     const depth = share * CLAIM_ROUNDS;
     this.claiming = { room, skips: new Set(skip) }; // until the rows are queued: reserve() must not take the same room
     try {

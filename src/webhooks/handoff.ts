@@ -9,10 +9,11 @@
  * claims were most of what the dispatcher asked of the writer.
  *
  * Nothing lives only in memory: the row is durable and leased like a claimed
- * one. A stopped dispatcher leaves what it is handed leased: the next start on
- * this node releases it (owners.ts), any other node's claim takes it once the
- * lease lapses. A rolled-back transaction hands nothing; its reservations are
- * given back.
+ * one. A stopping dispatcher waits for the transactions it has reservations
+ * in, and gives their rows back with its other unsent ones; after a crash the
+ * next start on this node releases them (owners.ts), and any other node's
+ * claim takes them once the lease lapses. A rolled-back transaction hands
+ * nothing; its reservations are given back.
  *
  * The dispatcher takes rows only within the bounds a claim has (per webhook
  * and in all, dispatcher.ts), and none of a webhook that may have unleased due
@@ -67,7 +68,10 @@ export function handWhenDurable(trx: Tx, taker: DeliveryTaker, delivery: HandedD
   let entry = handing.get(trx);
   if (!entry || entry.taker !== taker) {
     const opened = { taker, handed: [] as HandedDelivery[] };
-    whenDurable(trx, (durable) => opened.taker.settle(opened.handed, durable));
+    if (!whenDurable(trx, (durable) => opened.taker.settle(opened.handed, durable))) {
+      taker.settle([delivery], false); // cannot happen (takerFor found the writer); never leave a reservation open
+      throw new Error('webhook hand-over outside a writer transaction');
+    }
     handing.set(trx, (entry = opened));
   }
   entry.handed.push(delivery);

@@ -11,6 +11,7 @@ export class LaneGate {
   private readonly running = new Map<string, number>();
   private runningTotal = 0;
   private waiting: Array<{ lane: string; start(): void }> = [];
+  private idleWaiters: Array<() => void> = [];
 
   constructor(private readonly perLane: number, private readonly total: number) {}
 
@@ -39,6 +40,12 @@ export class LaneGate {
     return this.runningTotal === 0 && this.waiting.length === 0;
   }
 
+  /** Calls `fn` once idle (at once when idle now). */
+  whenIdle(fn: () => void): void {
+    if (this.idle) fn();
+    else this.idleWaiters.push(fn);
+  }
+
   private fits(lane: string): boolean {
     return this.runningTotal < this.total && (this.running.get(lane) ?? 0) < this.perLane;
   }
@@ -55,5 +62,6 @@ export class LaneGate {
     this.runningTotal--;
     const next = this.waiting.findIndex((w) => this.fits(w.lane));
     if (next >= 0) this.waiting.splice(next, 1)[0].start();
+    if (this.idle) for (const fn of this.idleWaiters.splice(0)) fn();
   }
 }

@@ -110,12 +110,17 @@ export class Launcher {
     this.launchFresh();
   }
 
+  /** Launches nothing more from now on (the dispatcher's stop, before it waits for a pass under way). */
+  halt(): void {
+    this.stopped = true;
+  }
+
   /**
    * Stops: no more launches, requests under way aborted (not attempts), and once they are over, every lease
    * held is given back (`pending`: settled first, e.g. hand-overs still under way), so the next start sends them.
    */
   async stop(pending: () => Promise<void>): Promise<void> {
-    this.stopped = true;
+    this.halt();
     this.slots.abortAll();
     await this.settled();
     await pending();

@@ -85,9 +85,7 @@ export class SenderThread {
   /** One attempt of a delivery to webhook `lane`; it waits on the thread while the lane or all are at their limit. */
   attempt(lane: string, input: AttemptInput): Promise<SendOutcome> {
     if (input.signal?.aborted) return Promise.resolve(NOT_STARTED);
-    // After a failure, attempts stay here until the rest is over and this side's requests are done: the limits
-    // hold on one side at a time.
-    if (this.closed || performance.now() < this.restUntil || (this.local && !this.local.gate.idle)) return this.attemptHere(lane, input);
+    if (this.closed || performance.now() < this.restUntil) return this.attemptHere(lane, input);
     const id = this.nextId++;
     const { signal, ...posted } = input;
     return new Promise<SendOutcome>((resolve, reject) => {
@@ -112,6 +110,9 @@ export class SenderThread {
   }
 
   private flush(): void {
+    // After a failure, requests made here run out before the next thread gets any: the limits hold on one side
+    // at a time. Meanwhile new ones wait in the outbox.
+    if (this.local && !this.local.gate.idle) return this.local.gate.whenIdle(() => this.flush());
     const batch = this.outbox;
     this.outbox = [];
     if (!batch.length) return;
@@ -128,7 +129,9 @@ export class SenderThread {
     const worker = new Worker(path.join(__dirname, 'send-worker.js'), { workerData: this.data, resourceLimits: { maxOldGenerationSizeMb: THREAD_HEAP_MB } });
     worker.unref(); // an idle sender never keeps the process alive
     worker.on('message', (answers: SendAnswer[]) => answers.forEach((a) => this.settle(a)));
-    worker.on('messageerror', (err) => this.fail(`an answer could not be read: ${err.message}`)); // its attempts are lost with it
+    worker.on('messageerror', (err) => {
+      if (this.worker === worker) this.fail(`an answer could not be read: ${err.message}`); // its attempts are lost with it
+    });
     let error: unknown;
     worker.on('error', (err) => (error = err)); // 'exit' follows
     worker.on('exit', (code) => {

@@ -11,6 +11,15 @@ import { eventually } from '../support/wait';
 import { startWebhookReceiver } from '../support/webhook-receiver';
 import { accountIdOf, createWebhook, startWebhookApp } from './helpers';
 import type { TestApp } from '../support/app';
+import type { WebhookDispatcher } from '../../src/webhooks/dispatcher';
+
+const dispatcherOf = (app: TestApp) => app.workers.find((w) => w.name === 'webhooks') as unknown as WebhookDispatcher;
+
+/** Creates the webhook and lets the claim its creation asks for end: a claim under way takes no hand-overs. */
+async function webhookTo(app: TestApp, url: string): Promise<void> {
+  await createWebhook(app, { url, events: ['message.delivered'] });
+  await dispatcherOf(app).runOnce();
+}
 
 /** Records `count` delivered events in one writer transaction, as the MTA records a batch of outcomes. */
 async function recordThroughWriter(app: TestApp, accountId: string, count: number, fail = false): Promise<void> {
@@ -48,7 +57,7 @@ describe('webhook deliveries handed over in memory', () => {
     const app = await startWebhookApp();
     const receiver = await startWebhookReceiver();
     try {
-      await createWebhook(app, { url: receiver.url, events: ['message.delivered'] });
+      await webhookTo(app, receiver.url);
       const accountId = await accountIdOf(app);
       const watch = watchClaims(app);
       await recordThroughWriter(app, accountId, 20);
@@ -75,7 +84,7 @@ describe('webhook deliveries handed over in memory', () => {
     const app = await startWebhookApp();
     const receiver = await startWebhookReceiver();
     try {
-      await createWebhook(app, { url: receiver.url, events: ['message.delivered'] });
+      await webhookTo(app, receiver.url);
       const accountId = await accountIdOf(app);
       // Far more rows than a webhook's share of the dispatcher's memory: a leaked reservation would leave none.
       const { perWebhookConcurrency, concurrency } = app.deps.config.webhooks;
@@ -101,7 +110,7 @@ describe('webhook deliveries handed over in memory', () => {
     const receiver = await startWebhookReceiver();
     let release = () => undefined as void;
     try {
-      await createWebhook(app, { url: receiver.url, events: ['message.delivered'] });
+      await webhookTo(app, receiver.url);
       const accountId = await accountIdOf(app);
       let recorded!: () => void;
       const inTransaction = new Promise<void>((resolve) => (recorded = resolve));
@@ -114,14 +123,17 @@ describe('webhook deliveries handed over in memory', () => {
         await gate; // reserved, written leased, not yet committed
       });
       await inTransaction;
-      const dispatcher = app.workers.find((w) => w.name === 'webhooks')!;
+      const dispatcher = dispatcherOf(app);
+      assert.equal((dispatcher as unknown as { reservedTotal: number }).reservedTotal, 1, 'the row was reserved for a hand-over');
       let stopped = false;
       const stopping = dispatcher.stop().then(() => (stopped = true));
-      await new Promise((r) => setImmediate(r));
+      await new Promise((r) => setTimeout(r, 100));
       assert.equal(stopped, false, 'the stop waits for the transaction');
       release();
       await writing;
-      await stopping;
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise((_, reject) => (timer = setTimeout(() => reject(new Error('the stop never ended')), 10_000)));
+      await Promise.race([stopping, timeout]).finally(() => clearTimeout(timer));
       const rows = await app.db('webhook_deliveries');
       assert.equal(rows.length, 1);
       assert.equal(rows[0].lease_owner, null, 'given back, for the next start or another node');

@@ -27,7 +27,7 @@ test('attempts made on the thread arrive signed, one after another over one kept
   const s = sender();
   try {
     for (let n = 0; n < 5; n++) {
-      const outcome = await s.attempt("hook", input(receiver.url, n));
+      const outcome = await s.attempt('hook', input(receiver.url, n));
       assert.equal(outcome.success, true, outcome.error ?? '');
     }
     assert.ok(threadOf(s), 'made on the thread');
@@ -48,7 +48,7 @@ test('an abort stops a request the thread is making, and it answers as aborted',
   const s = sender();
   try {
     const controller = new AbortController();
-    const outcome = s.attempt("hook", input(receiver.url, 1, controller.signal));
+    const outcome = s.attempt('hook', input(receiver.url, 1, controller.signal));
     await receiver.waitFor(1, 5_000);
     controller.abort();
     assert.equal((await outcome).aborted, true);
@@ -65,14 +65,20 @@ test('what a thread that ends held is attempted on the main thread, and the fail
   const failures: Array<{ reason: string; orphans: number }> = [];
   const s = sender((reason, orphans) => failures.push({ reason, orphans }));
   try {
-    const outcome = s.attempt("hook", input(receiver.url, 1));
+    const now = Math.floor(Date.now() / 1000) * 1000 + 100;
+    const outcome = s.attempt('hook', { ...input(receiver.url, 1), now });
     await receiver.waitFor(1, 5_000); // the thread's request is in
+    await new Promise((r) => setTimeout(r, 1_100));
     await threadOf(s)!.terminate();
     release();
-    assert.equal((await outcome).success, true, 'made again here');
+    const made = await outcome;
+    assert.equal(made.success, true, 'made again here');
+    assert.ok((made.waitedMs ?? 0) >= 1_000, `waited ${made.waitedMs} ms`);
     assert.equal(failures.length, 1);
     assert.equal(failures[0].orphans, 1);
     assert.equal(receiver.requests.length, 2, 'at least once: the receiver saw it twice');
+    const t = verifyIndependently(receiver.requests[1].headers['service-signature'] as string, receiver.requests[1].body, SECRET).t;
+    assert.ok(t >= Math.floor(now / 1000) + 1, 'signed with the time it was made again');
   } finally {
     await s.destroy();
     await receiver.close();
@@ -85,7 +91,7 @@ test('a request that waits for its turn on the thread is signed with the time it
   const receiver = await startWebhookReceiver({ respond: async (_req, n) => (n === 1 ? gate.then(() => undefined) : undefined) });
   const s = sender(undefined, { ...config.webhooks, perWebhookConcurrency: 1 });
   try {
-    const now = Date.now();
+    const now = Math.floor(Date.now() / 1000) * 1000 + 100; // early in a second: its whole second is certain
     const first = s.attempt('hook', { ...input(receiver.url, 1), now });
     const second = s.attempt('hook', { ...input(receiver.url, 2), now });
     await receiver.waitFor(1, 5_000);
@@ -99,6 +105,34 @@ test('a request that waits for its turn on the thread is signed with the time it
     assert.ok(t(1) >= Math.floor(now / 1000) + 1, 'signed when it started, not when it was asked');
     assert.equal(t(0), Math.floor(now / 1000));
   } finally {
+    await s.destroy();
+    await receiver.close();
+  }
+});
+
+test('after a failure, new attempts wait for those made on the main thread, then go to a new thread', async () => {
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  // the thread's first request and its re-run here both hang until released
+  const receiver = await startWebhookReceiver({ respond: async (_req, n) => (n <= 2 ? gate.then(() => undefined) : undefined) });
+  const s = sender();
+  try {
+    const first = s.attempt('hook', input(receiver.url, 1));
+    await receiver.waitFor(1, 5_000);
+    await threadOf(s)!.terminate();
+    await receiver.waitFor(2, 5_000); // made again on the main thread, still hanging
+    assert.equal(threadOf(s), undefined);
+    await new Promise((r) => setTimeout(r, 1_100)); // the failed thread's rest is over
+    const later = s.attempt('hook', input(receiver.url, 3));
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal(receiver.requests.length, 2, 'not sent while the main thread still has one out');
+    release();
+    assert.equal((await first).success, true);
+    assert.equal((await later).success, true);
+    assert.ok(threadOf(s), 'a new thread made it');
+    assert.equal(receiver.requests.length, 3);
+  } finally {
+    release();
     await s.destroy();
     await receiver.close();
   }
