@@ -61,18 +61,18 @@ export function takerFor(trx: Tx): DeliveryTaker | undefined {
 }
 
 /**
- * Queues a row written leased to `taker` (reserved through it) for hand-over when `trx` is durable; the first
- * row of a transaction registers its one hook. `taker` came from takerFor(trx), so `trx` is a writer's.
+ * Queues rows written leased to `taker` (reserved through it) for hand-over when `trx` is durable; the first
+ * rows of a transaction register its one hook. `taker` came from takerFor(trx), so `trx` is a writer's.
  */
-export function handWhenDurable(trx: Tx, taker: DeliveryTaker, delivery: HandedDelivery): void {
+export function handWhenDurable(trx: Tx, taker: DeliveryTaker, deliveries: HandedDelivery[]): void {
   let entry = handing.get(trx);
   if (!entry || entry.taker !== taker) {
     const opened = { taker, handed: [] as HandedDelivery[] };
     if (!whenDurable(trx, (durable) => opened.taker.settle(opened.handed, durable))) {
-      taker.settle([delivery], false); // cannot happen (takerFor found the writer); never leave a reservation open
+      taker.settle(deliveries, false); // cannot happen (takerFor found the writer); never leave a reservation open
       throw new Error('webhook hand-over outside a writer transaction');
     }
     handing.set(trx, (entry = opened));
   }
-  entry.handed.push(delivery);
+  entry.handed.push(...deliveries);
 }

@@ -12,7 +12,8 @@
  * unexpectedly (it never should: every attempt's error becomes an outcome)
  * or cannot take a message is logged; what it held is attempted again on the
  * main thread (at least once: it may have been sent already), as is every
- * attempt for RESPAWN_DELAY_MS, before a new thread starts.
+ * attempt for RESPAWN_DELAY_MS; later ones wait until those are over, then go
+ * to a new thread, so the request limits hold on one side at a time.
  */
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
@@ -29,6 +30,7 @@ export interface SenderData {
 }
 /** An attempt and its lane (the webhook): the thread runs `perWebhookConcurrency` of a lane at once (lane-gate.ts). */
 export type SendRequest = { id: number; lane: string; input: Omit<AttemptInput, 'signal'> } | { abort: number };
+export type SendAnswer = { id: number; outcome: SendOutcome } | { id: number; error: string };
 
 /** What an attempt that waited and was aborted before it started answers: not an attempt at all. */
 export const NOT_STARTED: SendOutcome = { success: false, statusCode: null, latencyMs: 0, responseBody: null, error: 'aborted', aborted: true };
@@ -49,7 +51,6 @@ export function gatedAttempt(gate: LaneGate, data: SenderData, agents: EndpointA
     return { ...(await attemptDelivery(data.config, { ...input, now: input.now + waitedMs }, agents)), waitedMs };
   }, () => NOT_STARTED, input.signal);
 }
-export type SendAnswer = { id: number; outcome: SendOutcome } | { id: number; error: string };
 
 /** A thread that failed is not started again for this long; its attempts are made here meanwhile. */
 const RESPAWN_DELAY_MS = 1000;

@@ -55,7 +55,7 @@ export async function enqueueWebhookDeliveries(trx: Tx, event: RecordedEvent): P
     taker?.settle(taken.map((row) => ({ row, body })), false); // not written: the reservations are given back
     throw err;
   }
-  for (const row of taken) handWhenDurable(trx, taker!, { row, body });
+  if (taker && taken.length) handWhenDurable(trx, taker, taken.map((row) => ({ row, body })));
   const left = rows.filter((row) => row.lease_owner === null).map((row) => row.webhook_id);
   if (left.length) wakeAfterCommit(trx, left);
 }
