@@ -45,6 +45,7 @@ const LEASE_SLACK_MS = 60_000;
  * round was left, it ran after the queue had emptied, and deliveries kept up with a third of the events.
  */
 const REFILL_ROUNDS = CLAIM_ROUNDS / 2;
+
 export class WebhookDispatcher implements Worker, DeliveryTaker {
   readonly name = 'webhooks';
   private readonly owner: string;

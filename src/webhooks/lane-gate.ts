@@ -15,13 +15,17 @@ export class LaneGate {
 
   constructor(private readonly perLane: number, private readonly total: number) {}
 
-  /** Runs `fn` once the limits allow; `aborted` answers instead when `signal` fires before it started. */
-  run<T>(lane: string, fn: () => Promise<T>, aborted: () => T, signal?: AbortSignal): Promise<T> {
+  /**
+   * Runs `fn` once the limits allow, telling it whether it had to wait; `aborted` answers instead when `signal`
+   * fires before it started.
+   */
+  run<T>(lane: string, fn: (waited: boolean) => Promise<T>, aborted: () => T, signal?: AbortSignal): Promise<T> {
     return new Promise<T>((resolve, reject) => {
+      let waited = false;
       const start = () => {
         signal?.removeEventListener('abort', leave);
         this.enter(lane);
-        fn().then(resolve, reject).finally(() => this.exit(lane));
+        fn(waited).then(resolve, reject).finally(() => this.exit(lane));
       };
       const entry = { lane, start };
       const leave = () => {
@@ -31,6 +35,7 @@ export class LaneGate {
       if (signal?.aborted) return resolve(aborted());
       if (this.fits(lane)) return start();
       signal?.addEventListener('abort', leave, { once: true });
+      waited = true;
       this.waiting.push(entry);
     });
   }

@@ -7,13 +7,15 @@ import { LaneGate } from '../../src/webhooks/lane-gate';
 /** A request that runs until released; `started` lists the ones that began. */
 function harness(gate: LaneGate) {
   const started: string[] = [];
+  const waited: string[] = [];
   const release = new Map<string, () => void>();
-  const run = (lane: string, name: string, signal?: AbortSignal) => gate.run(lane, () => {
+  const run = (lane: string, name: string, signal?: AbortSignal) => gate.run(lane, (didWait) => {
     started.push(name);
+    if (didWait) waited.push(name);
     return new Promise<string>((resolve) => release.set(name, () => resolve(name)));
   }, () => `${name} aborted`, signal);
   const settle = () => new Promise((r) => setImmediate(r));
-  return { started, release: (name: string) => release.get(name)!(), run, settle };
+  return { started, waited, release: (name: string) => release.get(name)!(), run, settle };
 }
 
 test('at most perLane of a lane and total in all run; the next waiting request of a lane with room starts', async () => {
@@ -31,6 +33,7 @@ test('at most perLane of a lane and total in all run; the next waiting request o
   assert.deepEqual(h.started.slice(5), ['c1']);
   h.release('c1');
   assert.deepEqual(await Promise.all(done), ['a1', 'a2', 'a3', 'b1', 'b2', 'c1']);
+  assert.deepEqual(h.waited, ['a3', 'b2', 'c1'], 'told which had to wait (their signing time moves on by the wait)');
 });
 
 test('a waiting request that is aborted leaves without running; a running one is not the gate\'s to stop', async () => {
