@@ -43,13 +43,14 @@ export async function enqueueWebhookDeliveries(trx: Tx, event: RecordedEvent): P
   if (!matching.length) return;
   const rows = newDeliveryRows(event, matching);
   const taker = takerFor(trx);
-  const body = taker ? eventRequestBody(event) : '';
   const taken = rows.filter((row) => {
     const lease = taker?.reserve(row.webhook_id);
     if (lease) Object.assign(row, { lease_owner: lease.owner, lease_expires_at: lease.expiresAt });
     return lease != null;
   });
+  let body = '';
   try {
+    if (taken.length) body = eventRequestBody(event); // only what is handed over needs it now
     await insertRows(trx, 'webhook_deliveries', rows);
   } catch (err) {
     taker?.settle(taken.map((row) => ({ row, body })), false); // not written: the reservations are given back

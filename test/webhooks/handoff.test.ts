@@ -22,14 +22,18 @@ async function webhookTo(app: TestApp, url: string): Promise<void> {
 }
 
 /** Records `count` delivered events in one writer transaction, as the MTA records a batch of outcomes. */
-async function recordThroughWriter(app: TestApp, accountId: string, count: number, fail = false): Promise<void> {
+const rollBack = async () => {
+  throw new Error('rolled back');
+};
+
+async function recordThroughWriter(app: TestApp, accountId: string, count: number, then?: () => Promise<void>): Promise<void> {
   await app.deps.writer.run(async (trx) => {
     for (let i = 0; i < count; i++) {
       const at = app.deps.clock.now();
       const m = { id: newId('msg'), mode: 'live' as const, toEmail: `u${i}@example.org`, fromEmail: 'app@shop.example', tags: [], metadata: {} };
       await recordEvent(trx, { accountId, mode: 'live', type: 'message.delivered', messageId: m.id, data: messageEventData(m, { delivered_at: iso(at) }), at });
     }
-    if (fail) throw new Error('rolled back');
+    await then?.(); // still in the transaction
   }, count);
 }
 
@@ -89,8 +93,8 @@ describe('webhook deliveries handed over in memory', () => {
       // Far more rows than a webhook's share of the dispatcher's memory: a leaked reservation would leave none.
       const { perWebhookConcurrency, concurrency } = app.deps.config.webhooks;
       const many = 3 * concurrency * perWebhookConcurrency;
-      await assert.rejects(recordThroughWriter(app, accountId, many, true), /rolled back/);
-      await assert.rejects(recordThroughWriter(app, accountId, many, true), /rolled back/);
+      await assert.rejects(recordThroughWriter(app, accountId, many, rollBack), /rolled back/);
+      await assert.rejects(recordThroughWriter(app, accountId, many, rollBack), /rolled back/);
       const watch = watchClaims(app);
       await recordThroughWriter(app, accountId, 5);
       await receiver.waitFor(5, 20_000);
@@ -115,10 +119,7 @@ describe('webhook deliveries handed over in memory', () => {
       let recorded!: () => void;
       const inTransaction = new Promise<void>((resolve) => (recorded = resolve));
       const gate = new Promise<void>((resolve) => (release = resolve));
-      const writing = app.deps.writer.run(async (trx) => {
-        const at = app.deps.clock.now();
-        const m = { id: newId('msg'), mode: 'live' as const, toEmail: 'u@example.org', fromEmail: 'app@shop.example', tags: [], metadata: {} };
-        await recordEvent(trx, { accountId, mode: 'live', type: 'message.delivered', messageId: m.id, data: messageEventData(m, { delivered_at: iso(at) }), at });
+      const writing = recordThroughWriter(app, accountId, 1, async () => {
         recorded();
         await gate; // reserved, written leased, not yet committed
       });
