@@ -16,6 +16,7 @@ import type { Knex } from 'knex';
 import { isPostgres, type Queryable, type Tx } from './index';
 import { rideWithCommit, sqlString } from './commit-batch';
 import { jsonColumns, jsonTuples } from './json-rows';
+import { newBlobBudget, valuesInsert, type BlobBudget } from './sql-values';
 import { wavesOf, type TableWrite, type WriteOrder } from './write-order';
 
 /** Bound variables per statement: far under SQLite's 32,766 and PostgreSQL's 65,535. */
@@ -35,8 +36,11 @@ interface CounterTable {
 
 interface BufferedWrite extends TableWrite {
   run(): Promise<void>;
-  /** SQLite: the write as complete statements with their values in the text, or undefined when a value must be bound */
-  literal(): string[] | undefined;
+  /**
+   * SQLite: the write as complete statements with their values in the text, or undefined when a value must be
+   * bound; blobs take their bytes from `budget` (sql-values.ts)
+   */
+  literal(budget: BlobBudget): string[] | undefined;
 }
 
 export class WriteBuffer {
@@ -77,7 +81,7 @@ export class WriteBuffer {
     const writes: BufferedWrite[] = [];
     const together = this.order !== undefined;
     for (const [table, rows] of this.inserts) {
-      writes.push({ table, rows, run: () => insertChunked(trx, table, rows, together), literal: () => insertLiterals(table, rows) });
+      writes.push({ table, rows, run: () => insertChunked(trx, table, rows, together), literal: (budget) => insertLiterals(table, rows, budget) });
     }
     if (counters) writes.push(...this.counterWrites(trx));
     const waves = wavesOf(writes, this.order);
@@ -195,13 +199,17 @@ function jsonInsert(db: Queryable, table: string, columns: string[], chunk: Arra
   return json === undefined ? undefined : db.raw(jsonInsertSql(table, columns), [json]);
 }
 
-/** insertChunked's statements with their JSON value as a literal (commit-batch.ts); undefined when one is bound. */
-function insertLiterals(table: string, rows: readonly object[]): string[] | undefined {
+/**
+ * insertChunked's statements with their values in the text (commit-batch.ts): one JSON literal, or for rows with
+ * bytes a VALUES list within the blob budget (sql-values.ts); undefined when a chunk must be bound.
+ */
+function insertLiterals(table: string, rows: readonly object[], budget: BlobBudget): string[] | undefined {
   const statements: string[] = [];
   for (const [columns, chunk] of chunksOf(rows)) {
     const json = jsonTuples(chunk.map((row) => columns.map((c) => row[c])));
-    if (json === undefined) return undefined;
-    statements.push(withJsonLiteral(jsonInsertSql(table, columns), json));
+    const statement = json === undefined ? valuesInsert(table, columns, chunk, budget) : withJsonLiteral(jsonInsertSql(table, columns), json);
+    if (statement === undefined) return undefined;
+    statements.push(statement);
   }
   return statements;
 }
@@ -217,24 +225,26 @@ const JSON_PARAMETER = 'json_each(?)';
 
 /**
  * SQLite: the statements of the last waves whose every value can be written in the statement's text, a list per
- * wave, to ride with the COMMIT (commit-batch.ts). Blobs are bound (message contents: as hex text they cost the
- * main thread more to build and hand over than the trips saved), so a group of accepts sends its contents as a
- * statement, then the rest with the COMMIT.
+ * wave, to ride with the COMMIT (commit-batch.ts). Blobs ride only within a small budget per transaction (message
+ * contents: as hex text a large group's cost the main thread more to build and hand over than the trip saved), so
+ * a small group of accepts is one trip, and a large one sends its contents as a statement, then the rest with
+ * the COMMIT.
  */
 function literalTail(waves: readonly BufferedWrite[][]): string[][] {
   const tail: string[][] = [];
+  const budget = newBlobBudget();
   for (let i = waves.length - 1; i >= 0; i--) {
-    const literal = literalWave(waves[i]);
+    const literal = literalWave(waves[i], budget);
     if (!literal) break;
     tail.unshift(literal);
   }
   return tail;
 }
 
-function literalWave(wave: readonly BufferedWrite[]): string[] | undefined {
+function literalWave(wave: readonly BufferedWrite[], budget: BlobBudget): string[] | undefined {
   const statements: string[] = [];
   for (const write of wave) {
-    const literal = write.literal();
+    const literal = write.literal(budget);
     if (!literal) return undefined;
     statements.push(...literal);
   }

@@ -15,10 +15,11 @@
  *   (`rideWithCommit`): their statements, with their one JSON value written
  *   as a literal, go to `sqlite3_exec` together with BEGIN and COMMIT.
  *
- * Accepts are three trips now (BEGIN, the contents, whose bytes are bound,
- * then the other rows with the COMMIT), outcomes three (BEGIN, the lease-
- * checked UPDATE whose answer the MTA reads, the rest with the COMMIT), a
- * group that only inserts text and numbers one.
+ * A group of accepts is one trip while its contents are small (their bytes
+ * ride as hex: sql-values.ts), three when they are not (BEGIN, the contents,
+ * whose bytes are bound, then the other rows with the COMMIT); outcomes are
+ * three (BEGIN, the lease-checked UPDATE whose answer the MTA reads, the rest
+ * with the COMMIT), a group that only inserts one.
  *
  * Errors keep their meaning. A ridden statement that fails fails the COMMIT
  * with its own error (knex then rejects the transaction, and the writer

@@ -1,6 +1,6 @@
 // A writing SQLite connection sends BEGIN with the transaction's first statement, and the writer's buffered rows
 // with the COMMIT (src/db/commit-batch.ts): a group that only inserts is one trip to SQLite's thread. Errors keep
-// their meaning, and nothing that rode with one transaction ever runs outside it.
+// their meaning, and nothing that rode with one transaction ever runs outside it. A few bytes ride as hex.
 import { after, afterEach, before, beforeEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -11,6 +11,7 @@ import { parseConfig } from '../../src/config';
 import { openDatabase, type Db } from '../../src/db';
 import { insertRows } from '../../src/db/buffer';
 import { rideWithCommit, sqlString } from '../../src/db/commit-batch';
+import { RIDDEN_BLOB_BYTES } from '../../src/db/sql-values';
 import { Writer } from '../../src/db/writer';
 import { countDriverTrips } from '../support/driver-trips';
 
@@ -55,15 +56,27 @@ describe('transactions that batch their ends', () => {
     assert.deepEqual(await db('items').orderBy('id'), [{ id: 'a', note: `it's` }, { id: 'b', note: 'two\u0000parts' }]);
   });
 
-  it('bytes are bound: their rows go first, with the BEGIN before them, and the rows after ride with the COMMIT', async () => {
-    const raw = Buffer.from([0, 39, 255]);
+  it('a few bytes ride as hex with the COMMIT: a group of small accepts is one trip', async () => {
+    const raw = Buffer.from([0, 39, 255, 92]); // NUL, quote, a byte no UTF-8 text has, backslash
     await writer.run(async (trx) => {
-      await insertRows(trx, 'blobs', [{ id: 'x', raw }]);
+      await insertRows(trx, 'blobs', [{ id: 'x', raw }, { id: 'empty', raw: Buffer.alloc(0) }]);
+      await insertRows(trx, 'items', [{ id: 'after-blob', note: null }]);
+    });
+    assert.deepEqual(counter.trips.map((t) => t.split(' ')[0]), ['exec'], counter.trips.join('\n'));
+    assert.deepEqual(await db('blobs').orderBy('id').select('id', 'raw'), [{ id: 'empty', raw: Buffer.alloc(0) }, { id: 'x', raw }]);
+    assert.deepEqual(await db('items').select('id'), [{ id: 'after-blob' }]);
+  });
+
+  it('bytes beyond the budget are bound: their rows go first, with the BEGIN before them, and the rows after ride with the COMMIT', async () => {
+    // two rows that fit the budget alone but not together: the transaction's budget is shared
+    const half = Buffer.alloc(RIDDEN_BLOB_BYTES / 2 + 1, 0xab);
+    await writer.run(async (trx) => {
+      await insertRows(trx, 'blobs', [{ id: 'x', raw: half }, { id: 'y', raw: half }]);
       await insertRows(trx, 'items', [{ id: 'after-blob', note: null }]);
     });
     assert.deepEqual(counter.trips.map((t) => t.split(/[ .]/)[0]), ['exec', 'statement', 'exec'], counter.trips.join('\n'));
     assert.match(counter.trips[2], /^exec INSERT INTO "items"/);
-    assert.deepEqual(await db('blobs').select('id', 'raw'), [{ id: 'x', raw }]);
+    assert.deepEqual(await db('blobs').orderBy('id').select('id', 'raw'), [{ id: 'x', raw: half }, { id: 'y', raw: half }]);
     assert.deepEqual(await db('items').select('id'), [{ id: 'after-blob' }]);
   });
 
