@@ -66,7 +66,7 @@ class Pending {
   /** What is pending (BEGIN, ridden statements) as one text, and forgets it; undefined when nothing is. */
   take(): string | undefined {
     if (this.begin === undefined && !this.tail.length) return undefined;
-    const text = [this.begin, ...this.tail].filter((s) => s !== undefined).map(terminated).join('\n');
+    const text = `${[this.begin, ...this.tail].filter((s) => s !== undefined).join(';\n')};`;
     this.begin = undefined;
     this.tail = [];
     return text;
@@ -149,7 +149,7 @@ function commit(pending: Pending, sql: string, cb: Callback): void {
   if (nothingRan) return answerLater(cb); // nothing to commit
   // Through send even alone: a COMMIT that fails (a full disk) leaves the transaction open, and knex sends no
   // ROLLBACK after it; send closes it before the answer.
-  pending.send(before === undefined ? terminated(sql) : `${before}\n${terminated(sql)}`, (err) => {
+  pending.send(before === undefined ? `${sql};` : `${before}\n${sql};`, (err) => {
     pending.failed = undefined; // this transaction is over either way: its failure is the COMMIT's answer alone
     return err ? cb.call(undefined, err) : cb.call(undefined, null, []);
   });
@@ -175,8 +175,10 @@ function answerLater(cb: Callback, err: Error | null | undefined = null): void {
   process.nextTick(() => (err ? cb.call(undefined, err) : cb.call(undefined, null, [])));
 }
 
-/** A cheap test on purpose: ridden texts are long, and an extra `;` is an empty statement, which exec skips. */
-const terminated = (sql: string) => (sql.endsWith(';') ? sql : `${sql};`);
+/*
+ * Statements are joined with `;` whether or not they end with one: an extra `;` is an empty statement, which exec
+ * skips, and a test of the last character would first copy a ridden text (built by concatenation) whole.
+ */
 
 /**
  * Sends `statements` (complete SQL, no parameters) with `trx`'s COMMIT instead of now; false when its connection
