@@ -13,7 +13,9 @@
  *   commits or rolls back without a trip at all.
  * - The writer's buffered rows (buffer.ts) can ride with the COMMIT
  *   (`rideWithCommit`): their statements, with their one JSON value written
- *   as a literal, go to `sqlite3_exec` together with BEGIN and COMMIT.
+ *   as a literal (or, for rows with a few bytes, a VALUES list with hex
+ *   blobs: sql-values.ts), go to `sqlite3_exec` together with BEGIN and
+ *   COMMIT.
  *
  * A group of accepts is one trip while its contents are small (their bytes
  * ride as hex: sql-values.ts), three when they are not (BEGIN, the contents,
@@ -63,10 +65,15 @@ class Pending {
 
   constructor(private readonly exec: Exec) {}
 
-  /** What is pending (BEGIN, ridden statements) as one text, and forgets it; undefined when nothing is. */
+  /**
+   * What is pending (BEGIN, ridden statements) as one text, and forgets it; undefined when nothing is. Each
+   * statement is followed by `\n;` whether or not it ends with one: an extra `;` is an empty statement, which exec
+   * skips, the line break ends a trailing `--` comment, and a test of the last character would first copy a
+   * ridden text (built by concatenation) whole.
+   */
   take(): string | undefined {
     if (this.begin === undefined && !this.tail.length) return undefined;
-    const text = `${[this.begin, ...this.tail].filter((s) => s !== undefined).join(';\n')};`;
+    const text = `${[this.begin, ...this.tail].filter((s) => s !== undefined).join('\n;\n')}\n;`;
     this.begin = undefined;
     this.tail = [];
     return text;
@@ -149,7 +156,7 @@ function commit(pending: Pending, sql: string, cb: Callback): void {
   if (nothingRan) return answerLater(cb); // nothing to commit
   // Through send even alone: a COMMIT that fails (a full disk) leaves the transaction open, and knex sends no
   // ROLLBACK after it; send closes it before the answer.
-  pending.send(before === undefined ? `${sql};` : `${before}\n${sql};`, (err) => {
+  pending.send(before === undefined ? `${sql}\n;` : `${before}\n${sql}\n;`, (err) => {
     pending.failed = undefined; // this transaction is over either way: its failure is the COMMIT's answer alone
     return err ? cb.call(undefined, err) : cb.call(undefined, null, []);
   });
@@ -175,10 +182,6 @@ function answerLater(cb: Callback, err: Error | null | undefined = null): void {
   process.nextTick(() => (err ? cb.call(undefined, err) : cb.call(undefined, null, [])));
 }
 
-/*
- * Statements are joined with `;` whether or not they end with one: an extra `;` is an empty statement, which exec
- * skips, and a test of the last character would first copy a ridden text (built by concatenation) whole.
- */
 
 /**
  * Sends `statements` (complete SQL, no parameters) with `trx`'s COMMIT instead of now; false when its connection

@@ -14,10 +14,15 @@
  * blobs are a few KB. So a transaction's ridden blobs share a budget of 32 KB
  * (BlobBudget); rows beyond it are bound as before.
  *
- * A value is written only when its text is exactly what binding it stores:
+ * A value is written only when its text stores what binding it stores:
  * well-formed strings without NUL (a literal cannot hold one), booleans as 1
  * and 0, null, safe integers, Buffers. Anything else (a double, undefined,
- * another object) leaves the rows to the bound statement.
+ * another object) leaves the rows to the bound statement. One difference is
+ * kept, as in json-rows.ts: the driver binds an integer beyond 32 bits as a
+ * float, which a TEXT or untyped column would store as '2147483648.0'; the
+ * literal stores the integer. The table written this way (message_contents)
+ * keeps its numbers in INTEGER and NUMERIC columns, where the two are the
+ * same value (test/db/buffer-insert.test.ts compares every affinity).
  */
 import { sqlString } from './commit-batch';
 

@@ -2,7 +2,7 @@
 // (text, numbers, booleans, bytes, null), and a value left undefined is written as the query builder writes it.
 // On SQLite, rows whose values JSON carries exactly go as one JSON value (src/db/json-rows.ts): stored exactly as
 // bound values are, type and bytes, for every column affinity; rows with a few bytes go as a VALUES list with hex
-// blobs (src/db/sql-values.ts), also stored as bound values are.
+// blobs (src/db/sql-values.ts), stored as bound values are but for the same one difference.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';

@@ -29,10 +29,12 @@ describe('transactions that batch their ends', () => {
       t.string('id').primary();
       t.string('note');
     });
-    await db.schema.createTable('blobs', (t) => {
-      t.string('id').primary();
-      t.binary('raw');
-    });
+    for (const table of ['blobs', 'more_blobs']) {
+      await db.schema.createTable(table, (t) => {
+        t.string('id').primary();
+        t.binary('raw');
+      });
+    }
     writer = new Writer(db, { maxWeight: 100, windowMs: 0 });
   });
   after(async () => {
@@ -44,6 +46,7 @@ describe('transactions that batch their ends', () => {
   afterEach(async () => {
     await db('items').del();
     await db('blobs').del();
+    await db('more_blobs').del();
   });
 
   it('a writer group that only inserts is one trip: BEGIN, the rows and COMMIT in one exec', async () => {
@@ -68,15 +71,19 @@ describe('transactions that batch their ends', () => {
   });
 
   it('bytes beyond the budget are bound: their rows go first, with the BEGIN before them, and the rows after ride with the COMMIT', async () => {
-    // two rows that fit the budget alone but not together: the transaction's budget is shared
+    // rows of two tables (two statements) that fit the budget alone but not together: the transaction's budget is
+    // shared, so the rows of the first table are bound (the budget goes to the last waves, which ride)
     const half = Buffer.alloc(RIDDEN_BLOB_BYTES / 2 + 1, 0xab);
     await writer.run(async (trx) => {
-      await insertRows(trx, 'blobs', [{ id: 'x', raw: half }, { id: 'y', raw: half }]);
+      await insertRows(trx, 'blobs', [{ id: 'x', raw: half }]);
+      await insertRows(trx, 'more_blobs', [{ id: 'y', raw: half }]);
       await insertRows(trx, 'items', [{ id: 'after-blob', note: null }]);
     });
     assert.deepEqual(counter.trips.map((t) => t.split(/[ .]/)[0]), ['exec', 'statement', 'exec'], counter.trips.join('\n'));
-    assert.match(counter.trips[2], /^exec INSERT INTO "items"/);
-    assert.deepEqual(await db('blobs').orderBy('id').select('id', 'raw'), [{ id: 'x', raw: half }, { id: 'y', raw: half }]);
+    assert.match(counter.trips[1], /^statement\.\w+ x,/, 'the first table\'s row, bound');
+    assert.match(counter.trips[2], /^exec INSERT INTO "more_blobs"/);
+    assert.deepEqual(await db('blobs').select('id', 'raw'), [{ id: 'x', raw: half }]);
+    assert.deepEqual(await db('more_blobs').select('id', 'raw'), [{ id: 'y', raw: half }]);
     assert.deepEqual(await db('items').select('id'), [{ id: 'after-blob' }]);
   });
 
