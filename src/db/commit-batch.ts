@@ -182,7 +182,6 @@ function answerLater(cb: Callback, err: Error | null | undefined = null): void {
   process.nextTick(() => (err ? cb.call(undefined, err) : cb.call(undefined, null, [])));
 }
 
-
 /**
  * Sends `statements` (complete SQL, no parameters) with `trx`'s COMMIT instead of now; false when its connection
  * cannot (PostgreSQL, a handle not wrapped above), and the caller runs them itself.
