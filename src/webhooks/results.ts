@@ -5,9 +5,16 @@
  * (`WHERE id IN (…)`: a burst of successes is one statement) and one
  * multi-row INSERT of the attempts. Both forms are plain SQL that knex writes
  * for SQLite and PostgreSQL alike.
+ *
+ * On SQLite the UPDATE takes its ids as one JSON value (`json_each(?)`), so
+ * its text is the same for every batch size and its prepared statement is
+ * reused (a new length was one more trip to SQLite's thread, to prepare it);
+ * the attempts go through the writer's buffer (db/buffer.ts) and ride with
+ * the COMMIT.
  */
 import type { Knex } from 'knex';
-import type { Queryable } from '../db';
+import { isPostgres, type Queryable } from '../db';
+import { insertRows } from '../db/buffer';
 import type { Delivery, Attempt } from './deliveries';
 import { nextAttemptAfterFailure } from './schedule';
 
@@ -59,7 +66,9 @@ function groupByState(planned: Planned[]): Map<string, Planned[]> {
   const groups = new Map<string, Planned[]>();
   for (const p of planned) {
     const key = JSON.stringify([p.record.owner, p.patch]);
-    groups.set(key, [...(groups.get(key) ?? []), p]);
+    const group = groups.get(key);
+    if (group) group.push(p);
+    else groups.set(key, [p]);
   }
   return groups;
 }
@@ -76,8 +85,10 @@ export async function recordAttempts(db: Queryable, records: AttemptRecord[], at
     for (const group of groupByState(planned).values()) {
       for (let i = 0; i < group.length; i += CHUNK) {
         const part = group.slice(i, i + CHUNK);
+        const ids = part.map((p) => p.record.delivery.id);
         const rows: Array<{ id: string }> = await trx('webhook_deliveries')
-          .whereIn('id', part.map((p) => p.record.delivery.id)).where({ lease_owner: part[0].record.owner })
+          .where((q) => (isPostgres(trx) ? q.whereIn('id', ids) : q.whereRaw('id IN (SELECT value FROM json_each(?))', [JSON.stringify(ids)])))
+          .where({ lease_owner: part[0].record.owner })
           .update(part[0].patch, ['id']);
         for (const r of rows) kept.add(r.id);
       }
@@ -86,7 +97,7 @@ export async function recordAttempts(db: Queryable, records: AttemptRecord[], at
       delivery_id: delivery.id, attempt, attempted_at: a.attemptedAt, success: a.success, status_code: a.statusCode,
       latency_ms: a.latencyMs, response_body: a.responseBody, error: a.error,
     }));
-    for (let i = 0; i < attempts.length; i += CHUNK) await trx('webhook_attempts').insert(attempts.slice(i, i + CHUNK));
+    await insertRows(trx, 'webhook_attempts', attempts);
     return planned.map((p) => (kept.has(p.record.delivery.id) ? { result: p.result, attempt: p.attempt, nextAttemptAt: p.nextAttemptAt } : null));
   });
 }

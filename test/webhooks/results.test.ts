@@ -6,7 +6,7 @@ import { getDelivery } from '../../src/webhooks/deliveries';
 import { recordAttempts } from '../../src/webhooks/results';
 import { RETRY_DELAYS_MS } from '../../src/webhooks/schedule';
 import { createWebhook, recordMessageEvent, startWebhookApp } from './helpers';
-import type { TestApp } from '../support/app';
+import { onPostgres, type TestApp } from '../support/app';
 
 const OWNER = 'test-host/1/abcd';
 
@@ -72,7 +72,36 @@ describe('webhook result batches', () => {
       assert.equal(attempts.length, 5, 'no attempt row for the lost lease');
       // BEGIN, one UPDATE per distinct new state (succeeded 1st, succeeded 3rd, retrying 1st, failed, retrying 7th), one INSERT, COMMIT.
       assert.equal(statements.length, 8, statements.join('\n'));
-      assert.equal(statements.filter((s) => s.startsWith('insert')).length, 1);
+      assert.equal(statements.filter((s) => /^insert/i.test(s)).length, 1);
+    } finally {
+      await app.stop();
+    }
+  });
+
+  it('in the writer the attempts ride with the COMMIT, and on SQLite the UPDATE has one text for any number of rows', async () => {
+    const clock = new FakeClock();
+    const app = await startWebhookApp({}, { clock });
+    try {
+      await app.workers.find((w) => w.name === 'webhooks')!.stop();
+      await createWebhook(app, { url: 'http://127.0.0.1:9/hook', events: ['message.delivered'] });
+      const [one, two, three] = [await leasedDelivery(app, { attempts: 0, cycleStart: 0 }), await leasedDelivery(app, { attempts: 0, cycleStart: 0 }), await leasedDelivery(app, { attempts: 0, cycleStart: 0 })];
+      const now = clock.now();
+      const queries: Array<{ sql: string; ridesWithCommit?: boolean }> = [];
+      const count = (q: { sql: string; ridesWithCommit?: boolean }) => queries.push(q);
+      app.db.on('query', count);
+      await app.deps.writer.run((trx) => recordAttempts(trx, [{ delivery: one, owner: OWNER, attempt: attempt(true, 200, now) }], now));
+      await app.deps.writer.run((trx) => recordAttempts(trx, [two, three].map((delivery) => ({ delivery, owner: OWNER, attempt: attempt(true, 200, now) })), now));
+      app.db.off('query', count);
+      const updates = queries.filter((q) => /^update/i.test(q.sql)).map((q) => q.sql);
+      assert.equal(updates.length, 2, queries.map((q) => q.sql).join('\n'));
+      const inserts = queries.filter((q) => /^insert/i.test(q.sql) && q.sql.includes('webhook_attempts'));
+      assert.equal(inserts.length, 2);
+      if (!onPostgres) {
+        assert.equal(updates[0], updates[1], 'one prepared statement for one row and for two');
+        assert.ok(inserts.every((q) => q.ridesWithCommit), 'the attempts rode with the COMMIT');
+      }
+      assert.deepEqual((await app.db('webhook_attempts').orderBy('delivery_id')).map((a) => a.delivery_id), [one.id, two.id, three.id].sort());
+      for (const d of [one, two, three]) assert.equal((await getDelivery(app.db, d.id))!.status, 'succeeded');
     } finally {
       await app.stop();
     }
