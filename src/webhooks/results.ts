@@ -3,8 +3,7 @@
  * while the previous commit was on its way is recorded in one transaction of
  * a few statements, however many there are: one UPDATE per distinct new state
  * (`WHERE id IN (…)`: a burst of successes is one statement) and one
- * multi-row INSERT of the attempts. Both forms are plain SQL that knex writes
- * for SQLite and PostgreSQL alike.
+ * multi-row INSERT of the attempts, on SQLite and PostgreSQL alike.
  *
  * On SQLite the UPDATE takes its ids as one JSON value (`json_each(?)`), so
  * its text is the same for every batch size and its prepared statement is

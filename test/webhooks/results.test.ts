@@ -100,7 +100,11 @@ describe('webhook result batches', () => {
         assert.equal(updates[0], updates[1], 'one prepared statement for one row and for two');
         assert.ok(inserts.every((q) => q.ridesWithCommit), 'the attempts rode with the COMMIT');
       }
-      assert.deepEqual((await app.db('webhook_attempts').orderBy('delivery_id')).map((a) => a.delivery_id), [one.id, two.id, three.id].sort());
+      const stored = await app.db('webhook_attempts').orderBy('delivery_id')
+        .select('delivery_id', 'attempt', 'attempted_at', 'success', 'status_code', 'latency_ms', 'response_body', 'error');
+      assert.deepEqual(stored.map((a) => ({ ...a, attempted_at: Number(a.attempted_at), success: Boolean(a.success) })), [one, two, three].map((d) => d.id).sort().map((id) => ({
+        delivery_id: id, attempt: 1, attempted_at: now, success: true, status_code: 200, latency_ms: 3, response_body: 'ok', error: null,
+      })));
       for (const d of [one, two, three]) assert.equal((await getDelivery(app.db, d.id))!.status, 'succeeded');
     } finally {
       await app.stop();
@@ -121,6 +125,11 @@ describe('webhook result batches', () => {
         { delivery: a, owner: OWNER, attempt: attempt(true, 200, now) },
         { delivery: b, owner: OWNER, attempt: { ...attempt(true, 200, now), latencyMs: null as unknown as number } },
       ], now), /NOT NULL constraint failed|violates not-null constraint/); // SQLite's words, PostgreSQL's
+      // the same through the shared writer, where the attempts ride with the COMMIT: the COMMIT fails and rolls back
+      await assert.rejects(app.deps.writer.run((trx) => recordAttempts(trx, [
+        { delivery: a, owner: OWNER, attempt: attempt(true, 200, now) },
+        { delivery: b, owner: OWNER, attempt: { ...attempt(true, 200, now), latencyMs: null as unknown as number } },
+      ], now)), /NOT NULL constraint failed|violates not-null constraint/);
       for (const d of [a, b]) assert.deepEqual([(await getDelivery(app.db, d.id))!.status, (await getDelivery(app.db, d.id))!.leaseOwner], ['pending', OWNER]);
       assert.equal((await app.db('webhook_attempts').where({ delivery_id: a.id })).length, 0, 'no partial write');
     } finally {
