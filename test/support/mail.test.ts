@@ -31,7 +31,7 @@ const pem = (key: KeyObject) => key.export({ type: 'pkcs8', format: 'pem' }).toS
 
 async function sign(raw: Buffer, keys: Array<{ selector: string; privateKey: KeyObject }>): Promise<Buffer> {
   const signatureData = keys.map((k) => ({ signingDomain: 'example.test', selector: k.selector, privateKey: pem(k.privateKey) }));
-  // signTime fixed: mailauth otherwise reads the clock twice, and a second's boundary between them breaks the signature.
+  // signTime fixed: mailauth otherwise reads the clock twice, and a change of the rounded second between them breaks the signature.
   const { signatures, errors } = await dkimSign(raw, { signTime: new Date(), signatureData });
   assert.deepEqual(errors, []);
   return Buffer.concat([Buffer.from(signatures), raw]);
