@@ -47,16 +47,14 @@ export function jsonColumns(names: readonly string[], integers: ReadonlySet<stri
   return names.map((name, i) => (integers.has(name) ? `CAST(j.value->>${i} AS INTEGER) AS "${name}"` : `j.value->>${i} AS "${name}"`)).join(', ');
 }
 
-/** String.prototype.isWellFormed (Node 20; not in TypeScript's ES2023 library) */
-interface WellFormed {
-  isWellFormed(): boolean;
-}
+/** String.prototype.isWellFormed (Node 20; not in TypeScript's ES2023 library): no lone surrogate. */
+export const isWellFormed = (s: string): boolean => (s as unknown as { isWellFormed(): boolean }).isWellFormed();
 
 function carriesExactly(v: unknown): boolean {
   switch (typeof v) {
     case 'string':
       // binding writes a lone surrogate as U+FFFD, JSON.stringify as its escape: not the same text
-      return (v as unknown as WellFormed).isWellFormed();
+      return isWellFormed(v as string);
     case 'boolean':
       return true;
     case 'number':

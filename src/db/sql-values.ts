@@ -25,6 +25,7 @@
  * same value (test/db/buffer-insert.test.ts compares every affinity).
  */
 import { sqlString } from './commit-batch';
+import { isWellFormed } from './json-rows';
 
 /** Blob bytes one transaction's ridden statements may carry (as twice as many hex characters). */
 export const RIDDEN_BLOB_BYTES = 32 * 1024;
@@ -62,7 +63,7 @@ export function valuesInsert(table: string, columns: readonly string[], rows: Re
 function sqlLiteral(value: unknown): string | undefined {
   switch (typeof value) {
     case 'string':
-      return value.includes('\u0000') || !(value as unknown as { isWellFormed(): boolean }).isWellFormed() ? undefined : sqlString(value);
+      return value.includes('\u0000') || !isWellFormed(value) ? undefined : sqlString(value);
     case 'boolean':
       return value ? '1' : '0';
     case 'number':

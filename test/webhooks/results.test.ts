@@ -19,121 +19,112 @@ async function leasedDelivery(app: TestApp, state: { attempts: number; cycleStar
   return (await getDelivery(app.db, row.id))!;
 }
 
+/** Runs `test` on an app with one webhook on message.delivered and its dispatcher stopped (leased rows are the test's). */
+async function withLeasableApp(test: (app: TestApp, clock: FakeClock) => Promise<void>): Promise<void> {
+  const clock = new FakeClock();
+  const app = await startWebhookApp({}, { clock });
+  try {
+    await app.workers.find((w) => w.name === 'webhooks')!.stop();
+    await createWebhook(app, { url: 'http://127.0.0.1:9/hook', events: ['message.delivered'] });
+    await test(app, clock);
+  } finally {
+    await app.stop();
+  }
+}
+
 const attempt = (success: boolean, statusCode: number | null, at: number) => ({
   attemptedAt: at, success, statusCode, latencyMs: 3, responseBody: success ? 'ok' : 'no', error: success ? null : `HTTP ${statusCode}`,
 });
 
 describe('webhook result batches', () => {
-  it('one batch of two successes, a first 500, a sixth failure, a failed redelivery and a lost lease records each delivery exactly', async () => {
-    const clock = new FakeClock();
-    const app = await startWebhookApp({}, { clock });
-    try {
-      await app.workers.find((w) => w.name === 'webhooks')!.stop();
-      await createWebhook(app, { url: 'http://127.0.0.1:9/hook', events: ['message.delivered'] });
-      const ok1 = await leasedDelivery(app, { attempts: 0, cycleStart: 0 });
-      const ok2 = await leasedDelivery(app, { attempts: 2, cycleStart: 0 });
-      const first500 = await leasedDelivery(app, { attempts: 0, cycleStart: 0 });
-      const sixth = await leasedDelivery(app, { attempts: 5, cycleStart: 0 });
-      const redelivered = await leasedDelivery(app, { attempts: 6, cycleStart: 6 });
-      const lost = await leasedDelivery(app, { attempts: 0, cycleStart: 0 }, 'another-host/2/ef01');
-      const now = clock.now();
-      const statements: string[] = [];
-      const count = (q: { sql: string }) => statements.push(q.sql);
-      app.db.on('query', count);
-      const results = await recordAttempts(app.db, [
-        { delivery: ok1, owner: OWNER, attempt: attempt(true, 200, now) },
-        { delivery: ok2, owner: OWNER, attempt: attempt(true, 200, now) },
-        { delivery: first500, owner: OWNER, attempt: attempt(false, 500, now) },
-        { delivery: sixth, owner: OWNER, attempt: attempt(false, 500, now) },
-        { delivery: redelivered, owner: OWNER, attempt: attempt(false, 503, now) },
-        { delivery: lost, owner: OWNER, attempt: attempt(true, 200, now) },
-      ], now);
-      app.db.off('query', count);
+  it('one batch of two successes, a first 500, a sixth failure, a failed redelivery and a lost lease records each delivery exactly', () => withLeasableApp(async (app, clock) => {
+    const ok1 = await leasedDelivery(app, { attempts: 0, cycleStart: 0 });
+    const ok2 = await leasedDelivery(app, { attempts: 2, cycleStart: 0 });
+    const first500 = await leasedDelivery(app, { attempts: 0, cycleStart: 0 });
+    const sixth = await leasedDelivery(app, { attempts: 5, cycleStart: 0 });
+    const redelivered = await leasedDelivery(app, { attempts: 6, cycleStart: 6 });
+    const lost = await leasedDelivery(app, { attempts: 0, cycleStart: 0 }, 'another-host/2/ef01');
+    const now = clock.now();
+    const statements: string[] = [];
+    const count = (q: { sql: string }) => statements.push(q.sql);
+    app.db.on('query', count);
+    const results = await recordAttempts(app.db, [
+      { delivery: ok1, owner: OWNER, attempt: attempt(true, 200, now) },
+      { delivery: ok2, owner: OWNER, attempt: attempt(true, 200, now) },
+      { delivery: first500, owner: OWNER, attempt: attempt(false, 500, now) },
+      { delivery: sixth, owner: OWNER, attempt: attempt(false, 500, now) },
+      { delivery: redelivered, owner: OWNER, attempt: attempt(false, 503, now) },
+      { delivery: lost, owner: OWNER, attempt: attempt(true, 200, now) },
+    ], now);
+    app.db.off('query', count);
 
-      assert.deepEqual(results, [
-        { result: 'succeeded', attempt: 1, nextAttemptAt: null },
-        { result: 'succeeded', attempt: 3, nextAttemptAt: null },
-        { result: 'retrying', attempt: 1, nextAttemptAt: now + RETRY_DELAYS_MS[0] },
-        { result: 'failed', attempt: 6, nextAttemptAt: null },
-        { result: 'retrying', attempt: 7, nextAttemptAt: now + RETRY_DELAYS_MS[0] },
-        null,
-      ]);
-      const state = async (id: string) => {
-        const d = (await getDelivery(app.db, id))!;
-        return [d.status, d.attempts, d.nextAttemptAt, d.leaseOwner, d.lastStatusCode, d.completedAt];
-      };
-      assert.deepEqual(await state(ok1.id), ['succeeded', 1, null, null, 200, now]);
-      assert.deepEqual(await state(ok2.id), ['succeeded', 3, null, null, 200, now]);
-      assert.deepEqual(await state(first500.id), ['pending', 1, now + RETRY_DELAYS_MS[0], null, 500, null]);
-      assert.deepEqual(await state(sixth.id), ['failed', 6, null, null, 500, now]);
-      assert.deepEqual(await state(redelivered.id), ['pending', 7, now + RETRY_DELAYS_MS[0], null, 503, null]);
-      assert.deepEqual(await state(lost.id), ['pending', 0, now, 'another-host/2/ef01', null, null], 'a row leased to another owner is untouched');
-      const attempts = await app.db('webhook_attempts').orderBy('delivery_id');
-      assert.equal(attempts.length, 5, 'no attempt row for the lost lease');
-      // BEGIN, one UPDATE per distinct new state (succeeded 1st, succeeded 3rd, retrying 1st, failed, retrying 7th), one INSERT, COMMIT.
-      assert.equal(statements.length, 8, statements.join('\n'));
-      assert.equal(statements.filter((s) => /^insert/i.test(s)).length, 1);
-    } finally {
-      await app.stop();
-    }
-  });
+    assert.deepEqual(results, [
+      { result: 'succeeded', attempt: 1, nextAttemptAt: null },
+      { result: 'succeeded', attempt: 3, nextAttemptAt: null },
+      { result: 'retrying', attempt: 1, nextAttemptAt: now + RETRY_DELAYS_MS[0] },
+      { result: 'failed', attempt: 6, nextAttemptAt: null },
+      { result: 'retrying', attempt: 7, nextAttemptAt: now + RETRY_DELAYS_MS[0] },
+      null,
+    ]);
+    const state = async (id: string) => {
+      const d = (await getDelivery(app.db, id))!;
+      return [d.status, d.attempts, d.nextAttemptAt, d.leaseOwner, d.lastStatusCode, d.completedAt];
+    };
+    assert.deepEqual(await state(ok1.id), ['succeeded', 1, null, null, 200, now]);
+    assert.deepEqual(await state(ok2.id), ['succeeded', 3, null, null, 200, now]);
+    assert.deepEqual(await state(first500.id), ['pending', 1, now + RETRY_DELAYS_MS[0], null, 500, null]);
+    assert.deepEqual(await state(sixth.id), ['failed', 6, null, null, 500, now]);
+    assert.deepEqual(await state(redelivered.id), ['pending', 7, now + RETRY_DELAYS_MS[0], null, 503, null]);
+    assert.deepEqual(await state(lost.id), ['pending', 0, now, 'another-host/2/ef01', null, null], 'a row leased to another owner is untouched');
+    const attempts = await app.db('webhook_attempts').orderBy('delivery_id');
+    assert.equal(attempts.length, 5, 'no attempt row for the lost lease');
+    // BEGIN, one UPDATE per distinct new state (succeeded 1st, succeeded 3rd, retrying 1st, failed, retrying 7th), one INSERT, COMMIT.
+    assert.equal(statements.length, 8, statements.join('\n'));
+    assert.equal(statements.filter((s) => /^insert/i.test(s)).length, 1);
+  }));
 
-  it('in the writer the attempts ride with the COMMIT, and on SQLite the UPDATE has one text for any number of rows', async () => {
-    const clock = new FakeClock();
-    const app = await startWebhookApp({}, { clock });
-    try {
-      await app.workers.find((w) => w.name === 'webhooks')!.stop();
-      await createWebhook(app, { url: 'http://127.0.0.1:9/hook', events: ['message.delivered'] });
-      const [one, two, three] = [await leasedDelivery(app, { attempts: 0, cycleStart: 0 }), await leasedDelivery(app, { attempts: 0, cycleStart: 0 }), await leasedDelivery(app, { attempts: 0, cycleStart: 0 })];
-      const now = clock.now();
-      const queries: Array<{ sql: string; ridesWithCommit?: boolean }> = [];
-      const count = (q: { sql: string; ridesWithCommit?: boolean }) => queries.push(q);
-      app.db.on('query', count);
-      await app.deps.writer.run((trx) => recordAttempts(trx, [{ delivery: one, owner: OWNER, attempt: attempt(true, 200, now) }], now));
-      await app.deps.writer.run((trx) => recordAttempts(trx, [two, three].map((delivery) => ({ delivery, owner: OWNER, attempt: attempt(true, 200, now) })), now));
-      app.db.off('query', count);
-      const updates = queries.filter((q) => /^update/i.test(q.sql)).map((q) => q.sql);
-      assert.equal(updates.length, 2, queries.map((q) => q.sql).join('\n'));
-      const inserts = queries.filter((q) => /^insert/i.test(q.sql) && q.sql.includes('webhook_attempts'));
-      assert.equal(inserts.length, 2);
-      if (!onPostgres) {
-        assert.equal(updates[0], updates[1], 'one prepared statement for one row and for two');
-        assert.ok(inserts.every((q) => q.ridesWithCommit), 'the attempts rode with the COMMIT');
-      }
-      const stored = await app.db('webhook_attempts').orderBy('delivery_id')
-        .select('delivery_id', 'attempt', 'attempted_at', 'success', 'status_code', 'latency_ms', 'response_body', 'error');
-      assert.deepEqual(stored.map((a) => ({ ...a, attempted_at: Number(a.attempted_at), success: Boolean(a.success) })), [one, two, three].map((d) => d.id).sort().map((id) => ({
-        delivery_id: id, attempt: 1, attempted_at: now, success: true, status_code: 200, latency_ms: 3, response_body: 'ok', error: null,
-      })));
-      for (const d of [one, two, three]) assert.equal((await getDelivery(app.db, d.id))!.status, 'succeeded');
-    } finally {
-      await app.stop();
+  it('in the writer the attempts ride with the COMMIT, and on SQLite the UPDATE has one text for any number of rows', () => withLeasableApp(async (app, clock) => {
+    const fresh = [];
+    for (let i = 0; i < 3; i++) fresh.push(await leasedDelivery(app, { attempts: 0, cycleStart: 0 }));
+    const [one, two, three] = fresh;
+    const now = clock.now();
+    const queries: Array<{ sql: string; ridesWithCommit?: boolean }> = [];
+    const count = (q: { sql: string; ridesWithCommit?: boolean }) => queries.push(q);
+    app.db.on('query', count);
+    await app.deps.writer.run((trx) => recordAttempts(trx, [{ delivery: one, owner: OWNER, attempt: attempt(true, 200, now) }], now));
+    await app.deps.writer.run((trx) => recordAttempts(trx, [two, three].map((delivery) => ({ delivery, owner: OWNER, attempt: attempt(true, 200, now) })), now));
+    app.db.off('query', count);
+    const updates = queries.filter((q) => /^update/i.test(q.sql)).map((q) => q.sql);
+    assert.equal(updates.length, 2, queries.map((q) => q.sql).join('\n'));
+    const inserts = queries.filter((q) => /^insert/i.test(q.sql) && q.sql.includes('webhook_attempts'));
+    assert.equal(inserts.length, 2);
+    if (!onPostgres) {
+      assert.equal(updates[0], updates[1], 'one prepared statement for one row and for two');
+      assert.ok(inserts.every((q) => q.ridesWithCommit), 'the attempts rode with the COMMIT');
     }
-  });
+    const stored = await app.db('webhook_attempts').orderBy('delivery_id')
+      .select('delivery_id', 'attempt', 'attempted_at', 'success', 'status_code', 'latency_ms', 'response_body', 'error');
+    assert.deepEqual(stored.map((a) => ({ ...a, attempted_at: Number(a.attempted_at), success: Boolean(a.success) })), [one, two, three].map((d) => d.id).sort().map((id) => ({
+      delivery_id: id, attempt: 1, attempted_at: now, success: true, status_code: 200, latency_ms: 3, response_body: 'ok', error: null,
+    })));
+    for (const d of [one, two, three]) assert.equal((await getDelivery(app.db, d.id))!.status, 'succeeded');
+  }));
 
-  it('a batch whose write fails leaves every delivery as it was and answers each caller with the error', async () => {
-    const clock = new FakeClock();
-    const app = await startWebhookApp({}, { clock });
-    try {
-      await app.workers.find((w) => w.name === 'webhooks')!.stop();
-      await createWebhook(app, { url: 'http://127.0.0.1:9/hook', events: ['message.delivered'] });
-      const a = await leasedDelivery(app, { attempts: 0, cycleStart: 0 });
-      const b = await leasedDelivery(app, { attempts: 0, cycleStart: 0 });
-      const now = clock.now();
-      // b's attempt breaks a NOT NULL column: the insert fails after both rows were updated in the transaction.
-      await assert.rejects(recordAttempts(app.db, [
-        { delivery: a, owner: OWNER, attempt: attempt(true, 200, now) },
-        { delivery: b, owner: OWNER, attempt: { ...attempt(true, 200, now), latencyMs: null as unknown as number } },
-      ], now), /NOT NULL constraint failed|violates not-null constraint/); // SQLite's words, PostgreSQL's
-      // the same through the shared writer, where the attempts ride with the COMMIT: the COMMIT fails and rolls back
-      await assert.rejects(app.deps.writer.run((trx) => recordAttempts(trx, [
-        { delivery: a, owner: OWNER, attempt: attempt(true, 200, now) },
-        { delivery: b, owner: OWNER, attempt: { ...attempt(true, 200, now), latencyMs: null as unknown as number } },
-      ], now)), /NOT NULL constraint failed|violates not-null constraint/);
-      for (const d of [a, b]) assert.deepEqual([(await getDelivery(app.db, d.id))!.status, (await getDelivery(app.db, d.id))!.leaseOwner], ['pending', OWNER]);
-      assert.equal((await app.db('webhook_attempts').where({ delivery_id: a.id })).length, 0, 'no partial write');
-    } finally {
-      await app.stop();
-    }
-  });
+  it('a batch whose write fails leaves every delivery as it was and answers each caller with the error', () => withLeasableApp(async (app, clock) => {
+    const a = await leasedDelivery(app, { attempts: 0, cycleStart: 0 });
+    const b = await leasedDelivery(app, { attempts: 0, cycleStart: 0 });
+    const now = clock.now();
+    // b's attempt breaks a NOT NULL column: the insert fails after both rows were updated in the transaction.
+    await assert.rejects(recordAttempts(app.db, [
+      { delivery: a, owner: OWNER, attempt: attempt(true, 200, now) },
+      { delivery: b, owner: OWNER, attempt: { ...attempt(true, 200, now), latencyMs: null as unknown as number } },
+    ], now), /NOT NULL constraint failed|violates not-null constraint/); // SQLite's words, PostgreSQL's
+    // the same through the shared writer, where the attempts ride with the COMMIT: the COMMIT fails and rolls back
+    await assert.rejects(app.deps.writer.run((trx) => recordAttempts(trx, [
+      { delivery: a, owner: OWNER, attempt: attempt(true, 200, now) },
+      { delivery: b, owner: OWNER, attempt: { ...attempt(true, 200, now), latencyMs: null as unknown as number } },
+    ], now)), /NOT NULL constraint failed|violates not-null constraint/);
+    for (const d of [a, b]) assert.deepEqual([(await getDelivery(app.db, d.id))!.status, (await getDelivery(app.db, d.id))!.leaseOwner], ['pending', OWNER]);
+    assert.equal((await app.db('webhook_attempts').where({ delivery_id: a.id })).length, 0, 'no partial write');
+  }));
 });
