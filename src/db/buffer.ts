@@ -85,12 +85,11 @@ export class WriteBuffer {
     }
     if (counters) writes.push(...this.counterWrites(trx));
     const waves = wavesOf(writes, this.order);
-    const tail = isPostgres(trx) ? [] : literalTail(waves);
-    const ahead = waves.length - tail.length;
-    for (const wave of waves.slice(0, ahead)) await settleAll(wave.map((w) => w.run()));
-    // after the waves before them: whatever runs on the connection sends ridden statements first
-    if (tail.length && !(await rideWithCommit(trx, tail.flat()))) {
-      for (const wave of waves.slice(ahead)) await settleAll(wave.map((w) => w.run()));
+    const plan = isPostgres(trx) ? { bound: waves, ridden: [], statements: [] } : planRiding(waves);
+    for (const wave of plan.bound) await settleAll(wave.map((w) => w.run()));
+    // after the bound writes: whatever runs on the connection sends ridden statements first
+    if (plan.statements.length && !(await rideWithCommit(trx, plan.statements))) {
+      for (const wave of plan.ridden) await settleAll(wave.map((w) => w.run()));
     }
     this.inserts.clear();
     if (counters) this.counters.clear();
@@ -223,32 +222,47 @@ function withJsonLiteral(sql: string, json: string): string {
 
 const JSON_PARAMETER = 'json_each(?)';
 
-/**
- * SQLite: the statements of the last waves whose every value can be written in the statement's text, a list per
- * wave, to ride with the COMMIT (commit-batch.ts). Blobs ride only within a small budget per transaction (message
- * contents: as hex text a large group's cost the main thread more to build and hand over than the trip saved), so
- * a small group of accepts is one trip, and a large one sends its contents as a statement, then the rest with
- * the COMMIT.
- */
-function literalTail(waves: readonly BufferedWrite[][]): string[][] {
-  const tail: string[][] = [];
-  const budget = newBlobBudget();
-  for (let i = waves.length - 1; i >= 0; i--) {
-    const literal = literalWave(waves[i], budget);
-    if (!literal) break;
-    tail.unshift(literal);
-  }
-  return tail;
+/** How a transaction's kept writes go out on SQLite: some bound, in waves, then the rest with the COMMIT. */
+interface RidingPlan {
+  /** waves sent as statements of their own, in order; the last may be part of a wave whose rest rides */
+  bound: BufferedWrite[][];
+  /** the writes that ride, by wave (run as statements, in this order, when riding is refused) */
+  ridden: BufferedWrite[][];
+  /** their statements, in wave order */
+  statements: string[];
 }
 
-function literalWave(wave: readonly BufferedWrite[], budget: BlobBudget): string[] | undefined {
-  const statements: string[] = [];
-  for (const write of wave) {
-    const literal = write.literal(budget);
-    if (!literal) return undefined;
-    statements.push(...literal);
+/**
+ * SQLite: which writes ride with the COMMIT (commit-batch.ts), from the last wave back: every write whose values
+ * can all be written in its text, until a wave holds one that cannot. That wave's other writes ride too (a wave's
+ * writes do not refer to each other, and the ridden text runs after the bound statements); the waves before it
+ * are bound. Blobs ride only within a small budget per transaction (message contents: as hex text a large
+ * group's cost the main thread more to build and hand over than the trip saved), so a small group of accepts is
+ * one trip, and a large one sends its contents as a statement, then the rest (messages, events, counters) with
+ * the COMMIT.
+ */
+function planRiding(waves: readonly BufferedWrite[][]): RidingPlan {
+  const budget = newBlobBudget();
+  const ridden: BufferedWrite[][] = [];
+  const statements: string[][] = [];
+  for (let i = waves.length - 1; i >= 0; i--) {
+    const rides: BufferedWrite[] = [];
+    const stays: BufferedWrite[] = [];
+    const texts: string[] = [];
+    for (const write of waves[i]) {
+      const literal = write.literal(budget);
+      if (literal) {
+        rides.push(write);
+        texts.push(...literal);
+      } else stays.push(write);
+    }
+    if (rides.length) {
+      ridden.unshift(rides);
+      statements.unshift(texts);
+    }
+    if (stays.length) return { bound: [...waves.slice(0, i), stays], ridden, statements: statements.flat() };
   }
-  return statements;
+  return { bound: [], ridden, statements: statements.flat() };
 }
 
 function boundInsert(db: Queryable, table: string, columns: string[], chunk: Array<Record<string, unknown>>): Knex.Raw | Knex.QueryBuilder {

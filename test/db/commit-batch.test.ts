@@ -13,6 +13,7 @@ import { insertRows } from '../../src/db/buffer';
 import { rideWithCommit, sqlString } from '../../src/db/commit-batch';
 import { RIDDEN_BLOB_BYTES } from '../../src/db/sql-values';
 import { Writer } from '../../src/db/writer';
+import { loadWriteOrder } from '../../src/db/write-order';
 import { countDriverTrips } from '../support/driver-trips';
 
 describe('transactions that batch their ends', () => {
@@ -85,6 +86,34 @@ describe('transactions that batch their ends', () => {
     assert.deepEqual(await db('blobs').select('id', 'raw'), [{ id: 'x', raw: half }]);
     assert.deepEqual(await db('more_blobs').select('id', 'raw'), [{ id: 'y', raw: half }]);
     assert.deepEqual(await db('items').select('id'), [{ id: 'after-blob' }]);
+  });
+
+  it('in a wave whose bytes are bound, the other tables ride: a large group of accepts is BEGIN, its contents, then the rest with the COMMIT', async () => {
+    // the shape of an accept group: contents (bytes beyond the budget) and counters in the first wave, the rows
+    // that refer to the contents in the second
+    await db.schema.createTable('blob_refs', (t) => {
+      t.string('id').primary();
+      t.string('blob_id').references('id').inTable('blobs');
+    });
+    try {
+      const ordered = new Writer(db, { maxWeight: 100, windowMs: 0, writeOrder: await loadWriteOrder(db) });
+      const big = Buffer.alloc(RIDDEN_BLOB_BYTES + 1, 0xcd);
+      counter.trips.splice(0);
+      await ordered.run(async (trx) => {
+        await insertRows(trx, 'blobs', [{ id: 'big', raw: big }]);
+        await insertRows(trx, 'items', [{ id: 'beside', note: 'same wave' }]);
+        await insertRows(trx, 'blob_refs', [{ id: 'ref', blob_id: 'big' }]);
+      });
+      assert.deepEqual(counter.trips.map((t) => t.split(/[ .]/)[0]), ['exec', 'statement', 'exec'], counter.trips.join('\n'));
+      assert.match(counter.trips[1], /^statement\.\w+ big,/, 'the bytes, bound');
+      assert.match(counter.trips[2], /^exec INSERT INTO "items"/, 'the rest of their wave rides, before the next wave');
+      assert.deepEqual(await db('blobs').select('id', 'raw'), [{ id: 'big', raw: big }]);
+      assert.deepEqual(await db('items').select('id', 'note'), [{ id: 'beside', note: 'same wave' }]);
+      assert.deepEqual(await db('blob_refs').select('id', 'blob_id'), [{ id: 'ref', blob_id: 'big' }]);
+    } finally {
+      await db('blob_refs').del();
+      await db.schema.dropTable('blob_refs');
+    }
   });
 
   it('a transaction that runs no statement costs no trip, committed or rolled back', async () => {
