@@ -4,11 +4,12 @@
  * statements however many there are), and each batch joins the shared writer's
  * next transaction (db/writer.ts): the dispatcher is bound neither by fsyncs nor
  * by statements, and its commits never hold the writer's connection through a
- * sync of their own.
+ * sync of their own. A batch alone in its transaction is one trip to SQLite's
+ * thread (results.ts).
  */
 import type { Clock } from '../clock';
 import type { Writer } from '../db/writer';
-import { AttemptRecord, Recorded, recordAttempts } from './results';
+import { AttemptRecord, Recorded, leaseCheckFailed, recordAttempts } from './results';
 
 interface Waiting {
   record: AttemptRecord;
@@ -42,7 +43,12 @@ export class AttemptRecorder {
       const batch = this.queue.splice(0, MAX_BATCH);
       try {
         const records = batch.map((w) => w.record);
-        const results = await this.writer.run((trx) => recordAttempts(trx, records, this.clock.now()), batch.length);
+        const at = this.clock.now();
+        // riding with the COMMIT checks the leases but cannot say which failed: then the batch is written again, row by row's answer
+        const results = await this.writer.run((trx) => recordAttempts(trx, records, at, true), batch.length).catch((err: unknown) => {
+          if (!leaseCheckFailed(err)) throw err;
+          return this.writer.run((trx) => recordAttempts(trx, records, at), batch.length);
+        });
         batch.forEach((w, i) => w.resolve(results[i]));
       } catch (err) {
         batch.forEach((w) => w.reject(err));

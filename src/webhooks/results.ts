@@ -10,10 +10,23 @@
  * reused (a new length was one more trip to SQLite's thread, to prepare it);
  * the attempts go through the writer's buffer (db/buffer.ts) and ride with
  * the COMMIT.
+ *
+ * In the writer on SQLite the recorder (recorder.ts) asks for less: both
+ * statements ride with the COMMIT (`ride`), so a batch that is the only work
+ * of its transaction costs one trip to SQLite's thread instead of three (a
+ * lone BEGIN, the UPDATE whose answer said which leases held, the attempts
+ * with the COMMIT). A ridden statement has no answer, so the leases are
+ * checked by the insert itself: an attempt whose delivery is no longer leased
+ * to its owner (its webhook deleted, its lease taken over) gets no delivery
+ * id, and the NOT NULL constraint fails the COMMIT. That is rare, and then
+ * the recorder writes the batch again the way that answers each row
+ * (`leaseCheckFailed`).
  */
 import type { Knex } from 'knex';
 import { isPostgres, type Queryable } from '../db';
 import { insertRows } from '../db/buffer';
+import { rideWithCommit, sqlString } from '../db/commit-batch';
+import { jsonTuples } from '../db/json-rows';
 import type { Delivery, Attempt } from './deliveries';
 import { nextAttemptAfterFailure } from './schedule';
 
@@ -76,10 +89,14 @@ function groupByState(planned: Planned[]): Map<string, Planned[]> {
  * Stores the attempts and moves each delivery on, all in one commit; `at` is
  * when the batch finished, and retries count from it. An entry is null when
  * its row was deleted meanwhile (its webhook was deleted) or its lease lost.
+ * `ride`: in the writer on SQLite, both statements may ride with the COMMIT;
+ * a COMMIT that fails `leaseCheckFailed` then means the batch must be written
+ * again without it (see the module comment).
  */
-export async function recordAttempts(db: Queryable, records: AttemptRecord[], at: number): Promise<Array<Recorded | null>> {
+export async function recordAttempts(db: Queryable, records: AttemptRecord[], at: number, ride = false): Promise<Array<Recorded | null>> {
   const planned = records.map((r) => plan(r, at));
   return inTransaction(db, async (trx) => {
+    if (ride && (await rideLeaseChecked(trx, planned))) return planned.map(recordedOf);
     const kept = new Set<string>();
     for (const group of groupByState(planned).values()) {
       for (let i = 0; i < group.length; i += CHUNK) {
@@ -92,13 +109,46 @@ export async function recordAttempts(db: Queryable, records: AttemptRecord[], at
         for (const r of rows) kept.add(r.id);
       }
     }
-    const attempts = planned.filter((p) => kept.has(p.record.delivery.id)).map(({ record: { delivery, attempt: a }, attempt }) => ({
-      delivery_id: delivery.id, attempt, attempted_at: a.attemptedAt, success: a.success, status_code: a.statusCode,
-      latency_ms: a.latencyMs, response_body: a.responseBody, error: a.error,
-    }));
-    await insertRows(trx, 'webhook_attempts', attempts);
-    return planned.map((p) => (kept.has(p.record.delivery.id) ? { result: p.result, attempt: p.attempt, nextAttemptAt: p.nextAttemptAt } : null));
+    await insertRows(trx, 'webhook_attempts', planned.filter((p) => kept.has(p.record.delivery.id)).map(attemptRow));
+    return planned.map((p) => (kept.has(p.record.delivery.id) ? recordedOf(p) : null));
   });
+}
+
+const recordedOf = ({ result, attempt, nextAttemptAt }: Planned): Recorded => ({ result, attempt, nextAttemptAt });
+
+const attemptRow = ({ record: { delivery, attempt: a }, attempt }: Planned) => ({
+  delivery_id: delivery.id, attempt, attempted_at: a.attemptedAt, success: a.success, status_code: a.statusCode,
+  latency_ms: a.latencyMs, response_body: a.responseBody, error: a.error,
+});
+
+/** Whether a write of `recordAttempts(…, ride)` failed because a lease was no longer its owner's. */
+export function leaseCheckFailed(err: unknown): boolean {
+  return /NOT NULL constraint failed: webhook_attempts\.delivery_id/.test(String((err as Error)?.message));
+}
+
+const ATTEMPT_COLUMNS = ['attempt', 'attempted_at', 'success', 'status_code', 'latency_ms', 'response_body', 'error'] as const;
+const PATCH_COLUMNS = ['status', 'attempts', 'next_attempt_at', 'lease_owner', 'lease_expires_at', 'last_status_code', 'last_error', 'updated_at', 'completed_at'] as const;
+
+/**
+ * SQLite, in a transaction whose COMMIT can carry statements: the attempts, each inserted only while its delivery
+ * is leased to its owner (a null delivery id otherwise, which fails the COMMIT), then the deliveries' new states
+ * from one JSON value. False when the values or the transaction do not allow it: the caller writes as usual.
+ */
+async function rideLeaseChecked(trx: Knex.Transaction, planned: Planned[]): Promise<boolean> {
+  if (isPostgres(trx)) return false;
+  const attempts = jsonTuples(planned.map((p) => {
+    const row = attemptRow(p);
+    return [row.delivery_id, p.record.owner, ...ATTEMPT_COLUMNS.map((c) => row[c])];
+  }));
+  const states = jsonTuples(planned.map((p) => [p.record.delivery.id, p.record.owner, ...PATCH_COLUMNS.map((c) => p.patch[c])]));
+  if (attempts === undefined || states === undefined) return false;
+  const value = (i: number) => `j.value->>${i}`;
+  const insert = `INSERT INTO "webhook_attempts" ("delivery_id", ${ATTEMPT_COLUMNS.map((c) => `"${c}"`).join(', ')}) ` +
+    `SELECT d."id", ${ATTEMPT_COLUMNS.map((_, i) => value(i + 2)).join(', ')} FROM json_each(${sqlString(attempts)}) AS j ` +
+    `LEFT JOIN "webhook_deliveries" AS d ON d."id" = ${value(0)} AND d."lease_owner" = ${value(1)} ORDER BY j.key`;
+  const update = `UPDATE "webhook_deliveries" SET ${PATCH_COLUMNS.map((c, i) => `"${c}" = ${value(i + 2)}`).join(', ')} ` +
+    `FROM json_each(${sqlString(states)}) AS j WHERE "webhook_deliveries"."id" = ${value(0)} AND "webhook_deliveries"."lease_owner" = ${value(1)}`;
+  return rideWithCommit(trx, [insert, update]);
 }
 
 /** `work` in `db` when it is a transaction already (the writer's), else in a transaction of its own. */

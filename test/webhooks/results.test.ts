@@ -3,7 +3,8 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { FakeClock } from '../../src/clock';
 import { getDelivery } from '../../src/webhooks/deliveries';
-import { recordAttempts } from '../../src/webhooks/results';
+import { leaseCheckFailed, recordAttempts } from '../../src/webhooks/results';
+import { AttemptRecorder } from '../../src/webhooks/recorder';
 import { RETRY_DELAYS_MS } from '../../src/webhooks/schedule';
 import { createWebhook, recordMessageEvent, startWebhookApp } from './helpers';
 import { onPostgres, type TestApp } from '../support/app';
@@ -108,6 +109,57 @@ describe('webhook result batches', () => {
       delivery_id: id, attempt: 1, attempted_at: now, success: true, status_code: 200, latency_ms: 3, response_body: 'ok', error: null,
     })));
     for (const d of [one, two, three]) assert.equal((await getDelivery(app.db, d.id))!.status, 'succeeded');
+  }));
+
+  it('riding with the COMMIT stores exactly what the answered way stores, and a lost lease there makes the recorder write the batch again with exact answers', () => withLeasableApp(async (app, clock) => {
+    const now = clock.now();
+    const odd = { ...attempt(false, 500, now), responseBody: `it's "odd" \u00e9\u{1F600}`, error: 'line\nbreak' };
+    const kinds = [
+      { state: { attempts: 0, cycleStart: 0 }, attempt: attempt(true, 200, now) },
+      { state: { attempts: 0, cycleStart: 0 }, attempt: odd }, // retrying
+      { state: { attempts: 5, cycleStart: 0 }, attempt: attempt(false, 503, now) }, // failed for good
+    ];
+    const answered: Awaited<ReturnType<typeof leasedDelivery>>[] = [];
+    const rode: Awaited<ReturnType<typeof leasedDelivery>>[] = [];
+    for (const k of kinds) answered.push(await leasedDelivery(app, k.state));
+    for (const k of kinds) rode.push(await leasedDelivery(app, k.state));
+    const queries: Array<{ sql: string; ridesWithCommit?: boolean }> = [];
+    const count = (q: { sql: string; ridesWithCommit?: boolean }) => queries.push(q);
+    const asked = await app.deps.writer.run((trx) => recordAttempts(trx, answered.map((delivery, i) => ({ delivery, owner: OWNER, attempt: kinds[i].attempt })), now));
+    app.db.on('query', count);
+    const ridden = await app.deps.writer.run((trx) => recordAttempts(trx, rode.map((delivery, i) => ({ delivery, owner: OWNER, attempt: kinds[i].attempt })), now, true));
+    app.db.off('query', count);
+    assert.deepEqual(ridden, asked);
+    assert.deepEqual(ridden.map((r) => r?.result), ['succeeded', 'retrying', 'failed']);
+    const written = queries.filter((q) => !/^(begin|commit)/i.test(q.sql));
+    if (!onPostgres) assert.ok(written.length === 2 && written.every((q) => q.ridesWithCommit), written.map((q) => q.sql).join('\n'));
+    const stored = async (ids: string[]) => {
+      const out = [];
+      for (const id of ids) {
+        const { id: _d, created_at: _c, event_id: _e, ...row } = await app.db('webhook_deliveries').where({ id }).first();
+        const { id: _a, delivery_id: _b, ...attemptRow } = await app.db('webhook_attempts').where({ delivery_id: id }).first();
+        out.push({ row, attemptRow });
+      }
+      return out;
+    };
+    assert.deepEqual(await stored(rode.map((d) => d.id)), await stored(answered.map((d) => d.id)));
+
+    // a lease lost (another owner took the row) and a row deleted: the ridden COMMIT fails, nothing is written
+    const kept = await leasedDelivery(app, { attempts: 0, cycleStart: 0 });
+    const taken = await leasedDelivery(app, { attempts: 0, cycleStart: 0 }, 'another-host/2/ef01');
+    const gone = await leasedDelivery(app, { attempts: 0, cycleStart: 0 });
+    await app.db('webhook_deliveries').where({ id: gone.id }).del();
+    const records = [kept, taken, gone].map((delivery) => ({ delivery, owner: OWNER, attempt: attempt(true, 200, now) }));
+    if (!onPostgres) {
+      await assert.rejects(app.deps.writer.run((trx) => recordAttempts(trx, records, now, true)), (err) => leaseCheckFailed(err));
+      assert.equal((await getDelivery(app.db, kept.id))!.leaseOwner, OWNER, 'rolled back');
+    }
+    const recorder = new AttemptRecorder(app.deps.writer, clock);
+    const answers = await Promise.all(records.map((r) => recorder.record(r)));
+    assert.deepEqual(answers, [{ result: 'succeeded', attempt: 1, nextAttemptAt: null }, null, null]);
+    assert.equal((await getDelivery(app.db, kept.id))!.status, 'succeeded');
+    assert.equal((await getDelivery(app.db, taken.id))!.leaseOwner, 'another-host/2/ef01', 'the other owner\'s row is untouched');
+    assert.deepEqual((await app.db('webhook_attempts').whereIn('delivery_id', [kept.id, taken.id, gone.id])).map((a) => a.delivery_id), [kept.id]);
   }));
 
   it('a batch whose write fails leaves every delivery as it was and answers each caller with the error', () => withLeasableApp(async (app, clock) => {
