@@ -16,8 +16,9 @@ import type { Knex } from 'knex';
 import { isPostgres, type Queryable, type Tx } from './index';
 import { rideWithCommit, sqlString } from './commit-batch';
 import { jsonColumns, jsonTuples } from './json-rows';
-import { newBlobBudget, valuesInsert, type BlobBudget } from './sql-values';
-import { wavesOf, type TableWrite, type WriteOrder } from './write-order';
+import { valuesInsert, type BlobBudget } from './sql-values';
+import { planRiding, type BufferedWrite } from './ride-plan';
+import { wavesOf, type WriteOrder } from './write-order';
 
 /** Bound variables per statement: far under SQLite's 32,766 and PostgreSQL's 65,535. */
 const MAX_VARIABLES = 8000;
@@ -32,15 +33,6 @@ interface CounterTable {
   /** key values joined → row with summed metrics */
   rows: Map<string, Record<string, unknown>>;
   metrics: Set<string>;
-}
-
-interface BufferedWrite extends TableWrite {
-  run(): Promise<void>;
-  /**
-   * SQLite: the write as complete statements with their values in the text, or undefined when a value must be
-   * bound; blobs take their bytes from `budget` (sql-values.ts)
-   */
-  literal(budget: BlobBudget): string[] | undefined;
 }
 
 export class WriteBuffer {
@@ -204,10 +196,14 @@ function jsonInsert(db: Queryable, table: string, columns: string[], chunk: Arra
  */
 function insertLiterals(table: string, rows: readonly object[], budget: BlobBudget): string[] | undefined {
   const statements: string[] = [];
+  const before = budget.bytes;
   for (const [columns, chunk] of chunksOf(rows)) {
     const json = jsonTuples(chunk.map((row) => columns.map((c) => row[c])));
     const statement = json === undefined ? valuesInsert(table, columns, chunk, budget) : withJsonLiteral(jsonInsertSql(table, columns), json);
-    if (statement === undefined) return undefined;
+    if (statement === undefined) {
+      budget.bytes = before; // the write is bound whole: its earlier chunks' bytes are left to the others
+      return undefined;
+    }
     statements.push(statement);
   }
   return statements;
@@ -221,49 +217,6 @@ function withJsonLiteral(sql: string, json: string): string {
 }
 
 const JSON_PARAMETER = 'json_each(?)';
-
-/** How a transaction's kept writes go out on SQLite: some bound, in waves, then the rest with the COMMIT. */
-interface RidingPlan {
-  /** waves sent as statements of their own, in order; the last may be part of a wave whose rest rides */
-  bound: BufferedWrite[][];
-  /** the writes that ride, by wave (run as statements, in this order, when riding is refused) */
-  ridden: BufferedWrite[][];
-  /** their statements, in wave order */
-  statements: string[];
-}
-
-/**
- * SQLite: which writes ride with the COMMIT (commit-batch.ts), from the last wave back: every write whose values
- * can all be written in its text, until a wave holds one that cannot. That wave's other writes ride too (a wave's
- * writes do not refer to each other, and the ridden text runs after the bound statements); the waves before it
- * are bound. Blobs ride only within a small budget per transaction (message contents: as hex text a large
- * group's cost the main thread more to build and hand over than the trip saved), so a small group of accepts is
- * one trip, and a large one sends its contents as a statement, then the rest (messages, events, counters) with
- * the COMMIT.
- */
-function planRiding(waves: readonly BufferedWrite[][]): RidingPlan {
-  const budget = newBlobBudget();
-  const ridden: BufferedWrite[][] = [];
-  const statements: string[][] = [];
-  for (let i = waves.length - 1; i >= 0; i--) {
-    const rides: BufferedWrite[] = [];
-    const stays: BufferedWrite[] = [];
-    const texts: string[] = [];
-    for (const write of waves[i]) {
-      const literal = write.literal(budget);
-      if (literal) {
-        rides.push(write);
-        texts.push(...literal);
-      } else stays.push(write);
-    }
-    if (rides.length) {
-      ridden.unshift(rides);
-      statements.unshift(texts);
-    }
-    if (stays.length) return { bound: [...waves.slice(0, i), stays], ridden, statements: statements.flat() };
-  }
-  return { bound: [], ridden, statements: statements.flat() };
-}
 
 function boundInsert(db: Queryable, table: string, columns: string[], chunk: Array<Record<string, unknown>>): Knex.Raw | Knex.QueryBuilder {
   const bindings = chunk.flatMap((row) => columns.map((c) => row[c]));

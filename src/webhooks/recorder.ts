@@ -19,10 +19,14 @@ interface Waiting {
 
 /** Results per transaction at most, so one commit stays short. */
 const MAX_BATCH = 1000;
+/** After a lease check failed while riding, batches take the answered way this long (write). */
+export const RIDE_PAUSE_MS = 10_000;
 
 export class AttemptRecorder {
   private queue: Waiting[] = [];
   private flushing: Promise<void> | undefined;
+  /** clock time before which batches do not ride (write) */
+  private rideAfter = 0;
 
   constructor(
     private readonly writer: Writer,
@@ -43,17 +47,28 @@ export class AttemptRecorder {
       const batch = this.queue.splice(0, MAX_BATCH);
       try {
         const records = batch.map((w) => w.record);
-        const at = this.clock.now();
-        // riding with the COMMIT checks the leases but cannot say which failed: then the batch is written again, row by row's answer
-        const results = await this.writer.run((trx) => recordAttempts(trx, records, at, true), batch.length).catch((err: unknown) => {
-          if (!leaseCheckFailed(err)) throw err;
-          return this.writer.run((trx) => recordAttempts(trx, records, at), batch.length);
-        });
+        const results = await this.write(records, this.clock.now());
         batch.forEach((w, i) => w.resolve(results[i]));
       } catch (err) {
         batch.forEach((w) => w.reject(err));
       }
     }
     this.flushing = undefined;
+  }
+
+  /**
+   * Rides with the COMMIT (results.ts) unless a lease check failed lately. Riding checks the leases but cannot
+   * say which failed: the batch is then written again the way that answers each row. A failed check rolled back
+   * the whole writer group, neighbours included (the writer splits it and runs them again), so after one (a
+   * webhook deleted with attempts in flight) batches take the answered way for a while.
+   */
+  private write(records: AttemptRecord[], at: number): Promise<Array<Recorded | null>> {
+    const answered = () => this.writer.run((trx) => recordAttempts(trx, records, at), records.length);
+    if (at < this.rideAfter) return answered();
+    return this.writer.run((trx) => recordAttempts(trx, records, at, true), records.length).catch((err: unknown) => {
+      if (!leaseCheckFailed(err)) throw err;
+      this.rideAfter = this.clock.now() + RIDE_PAUSE_MS;
+      return answered();
+    });
   }
 }

@@ -123,11 +123,11 @@ const attemptRow = ({ record: { delivery, attempt: a }, attempt }: Planned) => (
 
 /** Whether a write of `recordAttempts(…, ride)` failed because a lease was no longer its owner's. */
 export function leaseCheckFailed(err: unknown): boolean {
-  return /NOT NULL constraint failed: webhook_attempts\.delivery_id/.test(String((err as Error)?.message));
+  // the message ends with the constraint (knex puts the statement, values included, before it)
+  return (err as NodeJS.ErrnoException)?.code === 'SQLITE_CONSTRAINT' && /NOT NULL constraint failed: webhook_attempts\.delivery_id$/.test(String((err as Error).message));
 }
 
 const ATTEMPT_COLUMNS = ['attempt', 'attempted_at', 'success', 'status_code', 'latency_ms', 'response_body', 'error'] as const;
-const PATCH_COLUMNS = ['status', 'attempts', 'next_attempt_at', 'lease_owner', 'lease_expires_at', 'last_status_code', 'last_error', 'updated_at', 'completed_at'] as const;
 
 /**
  * SQLite, in a transaction whose COMMIT can carry statements: the attempts, each inserted only while its delivery
@@ -135,18 +135,20 @@ const PATCH_COLUMNS = ['status', 'attempts', 'next_attempt_at', 'lease_owner', '
  * from one JSON value. False when the values or the transaction do not allow it: the caller writes as usual.
  */
 async function rideLeaseChecked(trx: Knex.Transaction, planned: Planned[]): Promise<boolean> {
-  if (isPostgres(trx)) return false;
+  // a delivery twice in one batch (never, while it is leased) would leave which state wins to the UPDATE
+  if (isPostgres(trx) || new Set(planned.map((p) => p.record.delivery.id)).size < planned.length) return false;
+  const patchColumns = Object.keys(planned[0].patch); // every plan's patch has the same keys
   const attempts = jsonTuples(planned.map((p) => {
     const row = attemptRow(p);
     return [row.delivery_id, p.record.owner, ...ATTEMPT_COLUMNS.map((c) => row[c])];
   }));
-  const states = jsonTuples(planned.map((p) => [p.record.delivery.id, p.record.owner, ...PATCH_COLUMNS.map((c) => p.patch[c])]));
+  const states = jsonTuples(planned.map((p) => [p.record.delivery.id, p.record.owner, ...patchColumns.map((c) => p.patch[c])]));
   if (attempts === undefined || states === undefined) return false;
   const value = (i: number) => `j.value->>${i}`;
   const insert = `INSERT INTO "webhook_attempts" ("delivery_id", ${ATTEMPT_COLUMNS.map((c) => `"${c}"`).join(', ')}) ` +
     `SELECT d."id", ${ATTEMPT_COLUMNS.map((_, i) => value(i + 2)).join(', ')} FROM json_each(${sqlString(attempts)}) AS j ` +
     `LEFT JOIN "webhook_deliveries" AS d ON d."id" = ${value(0)} AND d."lease_owner" = ${value(1)} ORDER BY j.key`;
-  const update = `UPDATE "webhook_deliveries" SET ${PATCH_COLUMNS.map((c, i) => `"${c}" = ${value(i + 2)}`).join(', ')} ` +
+  const update = `UPDATE "webhook_deliveries" SET ${patchColumns.map((c, i) => `"${c}" = ${value(i + 2)}`).join(', ')} ` +
     `FROM json_each(${sqlString(states)}) AS j WHERE "webhook_deliveries"."id" = ${value(0)} AND "webhook_deliveries"."lease_owner" = ${value(1)}`;
   return rideWithCommit(trx, [insert, update]);
 }

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { FakeClock } from '../../src/clock';
 import { getDelivery } from '../../src/webhooks/deliveries';
 import { leaseCheckFailed, recordAttempts } from '../../src/webhooks/results';
-import { AttemptRecorder } from '../../src/webhooks/recorder';
+import { AttemptRecorder, RIDE_PAUSE_MS } from '../../src/webhooks/recorder';
 import { RETRY_DELAYS_MS } from '../../src/webhooks/schedule';
 import { createWebhook, recordMessageEvent, startWebhookApp } from './helpers';
 import { onPostgres, type TestApp } from '../support/app';
@@ -111,7 +111,7 @@ describe('webhook result batches', () => {
     for (const d of [one, two, three]) assert.equal((await getDelivery(app.db, d.id))!.status, 'succeeded');
   }));
 
-  it('riding with the COMMIT stores exactly what the answered way stores, and a lost lease there makes the recorder write the batch again with exact answers', () => withLeasableApp(async (app, clock) => {
+  it('riding with the COMMIT stores exactly what the answered way stores', () => withLeasableApp(async (app, clock) => {
     const now = clock.now();
     const odd = { ...attempt(false, 500, now), responseBody: `it's "odd" \u00e9\u{1F600}`, error: 'line\nbreak' };
     const kinds = [
@@ -143,23 +143,51 @@ describe('webhook result batches', () => {
       return out;
     };
     assert.deepEqual(await stored(rode.map((d) => d.id)), await stored(answered.map((d) => d.id)));
+  }));
 
-    // a lease lost (another owner took the row) and a row deleted: the ridden COMMIT fails, nothing is written
+  it('a ridden batch with a lost lease or a deleted row fails alone; the recorder then answers each row exactly, and rides again later', () => withLeasableApp(async (app, clock) => {
+    const now = clock.now();
+    const record = (delivery: Awaited<ReturnType<typeof leasedDelivery>>) => ({ delivery, owner: OWNER, attempt: attempt(true, 200, now) });
     const kept = await leasedDelivery(app, { attempts: 0, cycleStart: 0 });
     const taken = await leasedDelivery(app, { attempts: 0, cycleStart: 0 }, 'another-host/2/ef01');
     const gone = await leasedDelivery(app, { attempts: 0, cycleStart: 0 });
     await app.db('webhook_deliveries').where({ id: gone.id }).del();
-    const records = [kept, taken, gone].map((delivery) => ({ delivery, owner: OWNER, attempt: attempt(true, 200, now) }));
+    const queries: Array<{ sql: string; ridesWithCommit?: boolean }> = [];
+    const count = (q: { sql: string; ridesWithCommit?: boolean }) => queries.push(q);
     if (!onPostgres) {
-      await assert.rejects(app.deps.writer.run((trx) => recordAttempts(trx, records, now, true)), (err) => leaseCheckFailed(err));
-      assert.equal((await getDelivery(app.db, kept.id))!.leaseOwner, OWNER, 'rolled back');
+      // each alone: the lease check (owner) and the row check (deleted) each fail the COMMIT; a neighbour in the
+      // same writer group still commits (the writer splits the group), and the kept row is as it was
+      for (const lost of [taken, gone]) {
+        const neighbour = app.deps.writer.run((trx) => trx('webhooks').where({ id: lost.webhookId }).update({ updated_at: now + 1 }));
+        await assert.rejects(app.deps.writer.run((trx) => recordAttempts(trx, [record(kept), record(lost)], now, true)), (err) => leaseCheckFailed(err));
+        assert.equal(await neighbour, 1);
+        assert.equal((await getDelivery(app.db, kept.id))!.leaseOwner, OWNER, 'rolled back');
+      }
     }
     const recorder = new AttemptRecorder(app.deps.writer, clock);
-    const answers = await Promise.all(records.map((r) => recorder.record(r)));
+    app.db.on('query', count);
+    const answers = await Promise.all([kept, taken, gone].map((d) => recorder.record(record(d))));
+    app.db.off('query', count);
     assert.deepEqual(answers, [{ result: 'succeeded', attempt: 1, nextAttemptAt: null }, null, null]);
     assert.equal((await getDelivery(app.db, kept.id))!.status, 'succeeded');
     assert.equal((await getDelivery(app.db, taken.id))!.leaseOwner, 'another-host/2/ef01', 'the other owner\'s row is untouched');
     assert.deepEqual((await app.db('webhook_attempts').whereIn('delivery_id', [kept.id, taken.id, gone.id])).map((a) => a.delivery_id), [kept.id]);
+    // the lease-checked insert (the answered way's attempts ride too, but without the check)
+    const rode = () => queries.filter((q) => q.ridesWithCommit && /LEFT JOIN "webhook_deliveries"/.test(q.sql)).length;
+    if (!onPostgres) assert.equal(rode(), 1, 'the recorder rode first, then wrote the batch the answered way');
+
+    // for a while after, batches take the answered way; then they ride again
+    const next = async () => {
+      queries.splice(0);
+      app.db.on('query', count);
+      assert.deepEqual(await recorder.record(record(await leasedDelivery(app, { attempts: 0, cycleStart: 0 }))), { result: 'succeeded', attempt: 1, nextAttemptAt: null });
+      app.db.off('query', count);
+    };
+    await next();
+    assert.equal(rode(), 0);
+    clock.advance(RIDE_PAUSE_MS);
+    await next();
+    if (!onPostgres) assert.equal(rode(), 1);
   }));
 
   it('a batch whose write fails leaves every delivery as it was and answers each caller with the error', () => withLeasableApp(async (app, clock) => {
