@@ -136,7 +136,7 @@ const ATTEMPT_COLUMNS = ['attempt', 'attempted_at', 'success', 'status_code', 'l
  */
 async function rideLeaseChecked(trx: Knex.Transaction, planned: Planned[]): Promise<boolean> {
   // a delivery twice in one batch (never, while it is leased) would leave which state wins to the UPDATE
-  if (isPostgres(trx) || new Set(planned.map((p) => p.record.delivery.id)).size < planned.length) return false;
+  if (!planned.length || isPostgres(trx) || new Set(planned.map((p) => p.record.delivery.id)).size < planned.length) return false;
   const patchColumns = Object.keys(planned[0].patch); // every plan's patch has the same keys
   const attempts = jsonTuples(planned.map((p) => {
     const row = attemptRow(p);
