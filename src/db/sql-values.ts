@@ -7,8 +7,12 @@
  * Hex doubles the bytes, and the driver's `exec` copies its whole text on the
  * main thread before it goes to SQLite's thread. Measured with the driver
  * alone, that took 0.14 ms for a transaction with 15 KB of blobs, 0.23 ms for
- * 30 KB, but 1.06 ms for 60 KB and 1.67 ms for 120 KB; a group of twenty 5 KB
- * accepts costs the main thread more that way than the trip it saves. A trip
+ * 30 KB, but 1.06 ms for 60 KB and 1.67 ms for 120 KB on a busy guest (0.14 and
+ * 0.35 ms for 64 and 128 KB on a quiet one); a group of twenty 5 KB accepts
+ * costs the main thread more that way than the trip it saves. SQLite's own
+ * reading of the hex is slower than binding too: on an idle event loop one
+ * exec with 64 KB of blobs took 0.68 ms against 0.29 ms for BEGIN, the bound
+ * insert and COMMIT as three trips. A trip
  * is worth ~1 ms of a request's latency when the writer's groups are small
  * (a moderate load: an accept or two and an outcome a group), and there the
  * blobs are a few KB. So a transaction's ridden blobs share a budget of 32 KB
