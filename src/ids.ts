@@ -28,6 +28,8 @@ export function identifierBytes(length: number): Buffer {
 }
 
 let lastTime = -1;
+let lastTimeText = '';
+/** The randomness of the last id, one base32 digit per entry; incremented in place within a millisecond. */
 let lastRandom: number[] = [];
 
 function encodeTime(ms: number): string {
@@ -42,7 +44,7 @@ function encodeTime(ms: number): string {
 function nextRandom(ms: number): number[] {
   if (ms === lastTime) {
     // Same millisecond: increment the previous randomness so ids stay ordered.
-    const r = lastRandom.slice();
+    const r = lastRandom;
     for (let i = r.length - 1; i >= 0; i--) {
       if (r[i] < 31) {
         r[i]++;
@@ -59,8 +61,11 @@ function nextRandom(ms: number): number[] {
 export function newId(prefix: string): string {
   const now = Math.max(Date.now(), lastTime);
   lastRandom = nextRandom(now);
+  if (now !== lastTime) lastTimeText = encodeTime(now); // a burst makes many ids per millisecond
   lastTime = now;
-  return `${prefix}_${encodeTime(now)}${lastRandom.map((d) => ALPHABET[d]).join('')}`;
+  let random = '';
+  for (const digit of lastRandom) random += ALPHABET[digit];
+  return `${prefix}_${lastTimeText}${random}`;
 }
 
 export function isId(prefix: string, value: unknown): value is string {
