@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import addressparser from 'nodemailer/lib/addressparser';
-import { normalizeDomain, parseAddress, splitPlain, splitWithParser } from '../../src/messages/addresses';
+import { domainCacheSize, normalizeDomain, parseAddress, splitPlain, splitWithParser } from '../../src/messages/addresses';
 import { ApiError } from '../../src/http/errors';
 
 const FAST = [
@@ -61,7 +61,10 @@ test('the domain cache answers as the first answer, also for refused domains and
   const domains = ['Example.COM', 'bücher.example', '-bad.com', 'a..b', '1.2.3.4', 'ok.example'];
   const first = domains.map((d) => normalizeDomain(d));
   assert.deepEqual(first, ['example.com', 'xn--bcher-kva.example', undefined, undefined, undefined, 'ok.example']);
-  for (let i = 0; i < 2_500; i++) normalizeDomain(`filler${i}.example`);
+  for (let i = 0; i < 2_500; i++) {
+    normalizeDomain(`filler${i}.example`);
+    assert.ok(domainCacheSize() <= 1_000, `the cache holds ${domainCacheSize()} domains`);
+  }
   assert.deepEqual(domains.map((d) => normalizeDomain(d)), first);
   assert.deepEqual(domains.map((d) => normalizeDomain(d)), first);
 });
