@@ -3,7 +3,8 @@
  * with nodemailer's addressparser (the same parser that later writes them into
  * headers), except the two plain forms it is known to return unchanged, which
  * skip it for speed; then they are held to a sane shape: an ASCII dot-atom
- * local part and a domain of valid labels. IDN domains are accepted and stored as punycode.
+ * local part and a domain of valid labels. IDN domains are accepted and stored
+ * as punycode.
  * Any CR or LF in a value that ends up in a header is refused outright, so no
  * input can add a header line.
  */
