@@ -11,6 +11,7 @@
 import { domainToASCII } from 'node:url';
 import addressparser from 'nodemailer/lib/addressparser';
 import { unprocessable } from '../http/errors';
+import { LruMap } from '../util/lru';
 
 export interface Address {
   /** local@domain with the domain lower-case punycode */
@@ -35,9 +36,8 @@ const LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
 const PLAIN_ADDRESS = "[A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]+@[A-Za-z0-9.-]+";
 const PLAIN = new RegExp(`^${PLAIN_ADDRESS}$`);
 const PLAIN_NAMED = new RegExp(`^([A-Za-z0-9]+(?: [A-Za-z0-9]+)*) ?<(${PLAIN_ADDRESS})>$`);
-/** Recently normalised domains; a send names few distinct ones, and domainToASCII is not free. */
-const DOMAIN_CACHE_SIZE = 1000;
-const domainCache = new Map<string, string | null>();
+/** Recently normalised domains (null: refused); a send names few distinct ones, and domainToASCII is not free. */
+const domainCache = new LruMap<string, string | null>(1000);
 
 /** How many domains the cache holds now (for the test of its bound). */
 export const domainCacheSize = (): number => domainCache.size;
@@ -58,7 +58,6 @@ export function normalizeDomain(domain: string): string | undefined {
   const cached = domainCache.get(domain);
   if (cached !== undefined) return cached ?? undefined;
   const ascii = toDomain(domain);
-  if (domainCache.size >= DOMAIN_CACHE_SIZE) domainCache.clear(); // bounded whatever the input
   domainCache.set(domain, ascii ?? null);
   return ascii;
 }
