@@ -1,9 +1,10 @@
 /**
  * The throughput rows of `npm run bench compare`: end to end against Postfix
  * (alternating runs on one smtp-sink), end to end with a webhook subscribed to
- * every event, API accept with the MTA paused, SMTP submission accept, and
- * latency at a fixed offered rate. Load comes from C tools (wrk, smtp-source)
- * or from compare-load.ts in its own process; the appliance runs in its own.
+ * every event, SMTP submission accept, and latency at a fixed offered rate
+ * (API accept has its own file, compare-api.ts). Load comes from C tools (wrk,
+ * smtp-source) or from compare-load.ts in its own process; the appliance runs
+ * in its own.
  */
 import fs from 'node:fs';
 import http from 'node:http';
@@ -157,32 +158,6 @@ export async function withWebhook(o: CompareOptions): Promise<Row> {
   } finally {
     await sink.stop();
     receiver.close();
-  }
-}
-
-export async function apiAccept(o: CompareOptions): Promise<Row> {
-  const sink = await startCountingSink();
-  const pigeon = await startPigeon({ sinkPort: sink.port, paused: true });
-  try {
-    const script = writeSendScript(fs.mkdtempSync(path.join(os.tmpdir(), 'pigeon-bench-wrk-')), FROM, o.size);
-    await warmUpViaWrk([{ url: pigeon.server.url, key: pigeon.sendKey }], script, o); // its messages stay queued
-    const [own, cpu] = [(await pigeon.server.stats()).cpuMs, cpuMeter()];
-    const w = await wrk(pigeon.server.url, script, 50, o.seconds, { KEY: pigeon.sendKey });
-    const accepted = w.requests - w.non2xx;
-    const rate = accepted / w.seconds;
-    // The appliance's own CPU time per accepted request: unlike req/s, it holds on a shared, loaded machine.
-    const perRequest = ((await pigeon.server.stats()).cpuMs - own) / Math.max(1, accepted);
-    console.log(`  Pigeon (MTA paused): ${accepted} accepted, ${w.non2xx} refused, ${r0(rate)} req/s, p50 ${ms(w.p50Ms)} p99 ${ms(w.p99Ms)}, cpu busy ${r0(cpu())} %, its own process ${perRequest.toFixed(3)} CPU ms/request`);
-    fs.rmSync(path.dirname(script), { recursive: true, force: true });
-    return {
-      target: 'API accept, MTA paused, wrk 50 conns (≥ 3000/s, p99 < 50 ms)',
-      postfix: 'n/a (no HTTP API)',
-      pigeon: `${r0(rate)} req/s, p99 ${ms(w.p99Ms)}, ${perRequest.toFixed(2)} CPU ms/request`,
-      command: `npm run bench compare -- --only=api --seconds=${o.seconds} --warmup=${o.warmup}`,
-    };
-  } finally {
-    await pigeon.close();
-    await sink.stop();
   }
 }
 

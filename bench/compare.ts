@@ -20,7 +20,8 @@
  * freshly started processes.
  */
 import { missingTools, loadAverage } from './compare-tools';
-import { apiAccept, endToEnd, latency, smtpAccept, withWebhook } from './compare-throughput';
+import { endToEnd, latency, smtpAccept, withWebhook } from './compare-throughput';
+import { apiAccept } from './compare-api';
 import { queued } from './compare-queue';
 import { statements } from './compare-statements';
 import { crash } from './compare-crash';
@@ -56,7 +57,7 @@ export interface Row {
 const SECTIONS: Record<string, { title: string; tools: string[]; run: (o: CompareOptions) => Promise<Row | Row[]> }> = {
   e2e: { title: 'end to end: Postfix and Pigeon alternately, one smtp-sink', tools: ['postfix', 'smtp-source', 'smtp-sink', 'wrk'], run: endToEnd },
   webhook: { title: 'end to end with one webhook subscribed to every event', tools: ['smtp-sink', 'wrk'], run: withWebhook },
-  api: { title: 'API accept with the MTA paused', tools: ['smtp-sink', 'wrk'], run: apiAccept },
+  api: { title: 'API accept with the MTA paused, alternately with the stack\'s accept floor', tools: ['smtp-sink', 'wrk'], run: apiAccept },
   smtp: { title: 'SMTP submission accept (a nodemailer pool in its own process, then smtp-source; Pigeon: AUTH, then a relay network)', tools: ['postfix', 'smtp-sink', 'smtp-source'], run: smtpAccept },
   latency: { title: 'latency at a fixed offered rate (open loop)', tools: ['postfix'], run: latency },
   queue: { title: 'a deep queue with the MTA paused', tools: ['wrk'], run: queued },
