@@ -9,8 +9,6 @@
  * events: nothing is written anywhere. `npm run bench compare -- --only=api`
  * runs it beside Pigeon with its MTA paused: Pigeon's accept rate cannot
  * exceed it, so a target above it is beyond this stack on this machine.
- *
- * argv[2]: JSON {} (no options).
  */
 import crypto from 'node:crypto';
 import http from 'node:http';

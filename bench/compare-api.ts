@@ -3,10 +3,14 @@
  * paused (nothing delivers; accepted mail stays queued), wrk with 50
  * connections, alternately against Pigeon and against the stack's accept
  * floor (accept-floor-server.ts: koa, koa-body and the MIME threads with
- * nothing else), `--rounds` times each, so the two figures come from one run
- * on one machine. Each run prints req/s, wrk's p50/p99 and the server
- * process's own CPU ms per accepted request: unlike req/s, that figure holds
- * on a shared, loaded machine.
+ * nothing else), `--rounds` times each (the order swapped every other round,
+ * so a guest that drifts favours neither), so the two figures come from one
+ * run on one machine. Each run prints req/s, wrk's p50/p99, the server
+ * process's own CPU ms per accepted request (unlike req/s, that figure holds
+ * on a shared, loaded machine) and the share of the run its main thread was
+ * busy and, for Pigeon, its writer spent in transactions: which of the two
+ * serial resources is the limit. The row gives each round's figures and
+ * Pigeon's rate as a share of the floor's in the same round.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -63,7 +67,7 @@ async function pigeonRun(sinkPort: number, script: string, o: CompareOptions): P
 }
 
 async function floorRun(script: string, o: CompareOptions): Promise<AcceptRun> {
-  const server = await forkBenchServer<{ url: string }>('accept-floor-server.js', ['{}'], 'inherit');
+  const server = await forkBenchServer<{ url: string }>('accept-floor-server.js', [], 'inherit');
   try {
     return await measure({ url: server.ready.url, key: 'none', stats: server.stats }, script, o, 'accept floor (koa + koa-body + MIME threads, no database)');
   } finally {
@@ -72,18 +76,22 @@ async function floorRun(script: string, o: CompareOptions): Promise<AcceptRun> {
 }
 
 export async function apiAccept(o: CompareOptions): Promise<Row> {
-  const sink = await startCountingSink(); // nothing reaches it: Pigeon's delivery needs a port to point at
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pigeon-bench-wrk-'));
   const runs: Record<'pigeon' | 'floor', AcceptRun[]> = { pigeon: [], floor: [] };
+  const sink = await startCountingSink(); // nothing reaches it: Pigeon's delivery needs a port to point at
   try {
-    const script = writeSendScript(dir, FROM, o.size);
-    for (let round = 1; round <= o.rounds; round++) {
-      console.log(`  round ${round}`);
-      runs.floor.push(await floorRun(script, o));
-      runs.pigeon.push(await pigeonRun(sink.port, script, o));
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pigeon-bench-wrk-'));
+    try {
+      const script = writeSendScript(dir, FROM, o.size);
+      for (let round = 1; round <= o.rounds; round++) {
+        console.log(`  round ${round}`);
+        const floor = () => floorRun(script, o).then((r) => void runs.floor.push(r));
+        const pigeon = () => pigeonRun(sink.port, script, o).then((r) => void runs.pigeon.push(r));
+        for (const run of round % 2 ? [floor, pigeon] : [pigeon, floor]) await run();
+      }
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
     }
   } finally {
-    fs.rmSync(dir, { recursive: true, force: true });
     await sink.stop();
   }
   // Each round's own figures, not medians: with two rounds a median is one of them, and a rate from one run beside

@@ -6,7 +6,8 @@
  * processes; load comes from wrk and smtp-source (C) or compare-load.ts.
  * Postfix, smtp-source, smtp-sink and wrk are Debian packages (postfix, wrk)
  * that only this benchmark needs: rows that need a missing one say so and are
- * skipped. See docs/benchmarks.md.
+ * skipped. The `api` row also gives the stack's accept floor from the same run
+ * (compare-api.ts). See docs/benchmarks.md.
  *
  *   npm run bench compare [-- --only=e2e,webhook,api,smtp,latency,queue,crash,statements,floor,nodes]
  *     [--rounds=2] [--seconds=8] [--warmup=15] [--messages=4000] [--connections=20] [--size=5120]

@@ -13,7 +13,7 @@
  *   node dist/bench/run.js analytics [--messages=1000000] [--days=365] [--suppressions=1000000] [--runs=15] [--rebuild] [--data=DIR]
  *   node --expose-gc dist/bench/run.js suppression-upload [--rows=1000000]
  *   node dist/bench/run.js suppression-upload-contention [--rows=1000000] [--baseline-seconds=5]
- *   node dist/bench/run.js compare [--only=e2e,webhook,api,smtp,latency,queue,crash,statements,nodes] [--rounds=2] [--seconds=8] [--nodes=2] ...
+ *   node dist/bench/run.js compare [--only=e2e,webhook,api,smtp,latency,queue,crash,statements,floor,nodes] [--rounds=2] [--seconds=8] [--nodes=2] ...
  *                                  (Postfix side by side; see docs/benchmarks.md)
  *   node dist/bench/run.js webhooks [--events=2000] [--concurrency=1,10] [--parts=sink,dispatch,claim,hanging]
  */
