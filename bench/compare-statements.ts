@@ -3,7 +3,12 @@
  * the app's database handle (app.db, the writer): the process's first message
  * (cold: its key, account and domain are read into the caches), one live
  * message sent alone through the API until the sink has it and the appliance
- * has gone quiet, then a burst of `burst` messages the same way. Background
+ * has gone quiet, then a burst of `burst` messages the same way, then the
+ * same number of messages as sends of ten recipients each (the shape of
+ * test/db/statements.test.ts). The first burst's figure moves with timing:
+ * single sends reach the writer spread out, and on a fast machine they commit
+ * a few to a group. Sends of ten commit their ten copies together whatever
+ * the timing. Background
  * timers (webhook poll, domain re-checks) are far apart, so what is counted is
  * the message's path. As in test/db/statements.test.ts, the figure held to
  * the target counts BEGIN and COMMIT too.
@@ -63,11 +68,13 @@ function counter(app: TestApp, trips: () => number): { take(): Count } {
   };
 }
 
-/** Sends n messages at once and waits until they arrived and no statement ran for 500 ms. */
-async function sendAndSettle(app: TestApp, sink: SmtpSink, key: string, n: number): Promise<void> {
+/** Sends n messages at once, `perSend` recipients a send, and waits until they arrived and no statement ran for 500 ms. */
+async function sendAndSettle(app: TestApp, sink: SmtpSink, key: string, n: number, perSend = 1): Promise<void> {
   const before = sink.messages.length;
   const live = app.api.withKey(key);
-  const sends = Array.from({ length: n }, (_, i) => live.post('/v1/messages/send', { from: 'App <app@sender.bench>', to: [`u${before + i}@sink.test`], subject: 'Hello', text: 'Hello there.\n'.repeat(300) }));
+  const to = (i: number) => Array.from({ length: Math.min(perSend, n - i) }, (_, j) => `u${before + i + j}@sink.test`);
+  const starts = Array.from({ length: Math.ceil(n / perSend) }, (_, k) => k * perSend);
+  const sends = starts.map((i) => live.post('/v1/messages/send', { from: 'App <app@sender.bench>', to: to(i), subject: 'Hello', text: 'Hello there.\n'.repeat(300) }));
   for (const res of await Promise.all(sends)) if (res.status !== 202) throw new Error(`send: ${res.status} ${res.text}`);
   await sink.waitFor(before + n, 120_000);
   let lastQuery = performance.now();
@@ -92,16 +99,21 @@ export async function statements(o: CompareOptions): Promise<Row> {
     const one = count.take();
     await sendAndSettle(app, sink, key, o.burst);
     const burst = count.take();
+    await sendAndSettle(app, sink, key, o.burst, 10);
+    const tens = count.take();
     const per = (x: number) => (x / o.burst).toFixed(2);
     const alone = (c: Count) =>
       `${c.all} statements with BEGIN and COMMIT (${c.statements} without, ${c.selects} SELECT) in ${c.transactions} transactions; the pools worker's timer ${c.timer} more; ${c.trips} trips to SQLite's thread`;
     console.log(`  the process's first message (cold caches), accept → delivered: ${alone(cold)}`);
     console.log(`  one message alone, accept → delivered: ${alone(one)}`);
-    console.log(`  burst of ${o.burst}: ${burst.all} statements with BEGIN and COMMIT (${burst.statements} without, ${burst.selects} SELECT) in ${burst.transactions} transactions = ${per(burst.all)} statements and ${per(burst.transactions)} transactions per message; the pools worker's timer ${burst.timer} more; ${burst.trips} trips to SQLite's thread = ${per(burst.trips)} per message`);
+    const inBurst = (c: Count) =>
+      `${c.all} statements with BEGIN and COMMIT (${c.statements} without, ${c.selects} SELECT) in ${c.transactions} transactions = ${per(c.all)} statements and ${per(c.transactions)} transactions per message; the pools worker's timer ${c.timer} more; ${c.trips} trips to SQLite's thread = ${per(c.trips)} per message`;
+    console.log(`  burst of ${o.burst} single sends: ${inBurst(burst)}`);
+    console.log(`  burst of ${o.burst} as sends of ten recipients: ${inBurst(tens)}`);
     return {
       target: `SQL statements on the writer (≤ 12 alone, < 2 per message in a burst of ${o.burst})`,
       postfix: 'n/a',
-      pigeon: `alone ${one.all} (first message ${cold.all}); burst ${per(burst.all)}/message (${per(burst.transactions)} transactions/message); trips to SQLite's thread: alone ${one.trips}, burst ${per(burst.trips)}/message`,
+      pigeon: `alone ${one.all} (first message ${cold.all}); burst ${per(burst.all)}/message single sends, ${per(tens.all)} as sends of ten (${per(burst.transactions)} and ${per(tens.transactions)} transactions/message); trips to SQLite's thread: alone ${one.trips}, burst ${per(burst.trips)} and ${per(tens.trips)}/message`,
       command: `npm run bench compare -- --only=statements --burst=${o.burst}`,
     };
   } finally {
