@@ -18,18 +18,12 @@ import path from 'node:path';
 import { forkBenchServer, type ServerStats } from './child';
 import { FROM, startPigeon } from './compare-pigeon';
 import { cpuMeter, startCountingSink, wrk, writeSendScript } from './compare-tools';
-import { warmUpViaWrk } from './compare-warmup';
+import { warmUpViaWrk, type MeasuredTarget } from './compare-warmup';
 import type { CompareOptions, Row } from './compare';
 
 const CONNECTIONS = 50;
 const r0 = (x: number) => Math.round(x).toString();
 const ms = (x: number) => `${x.toFixed(1)} ms`;
-
-interface Target {
-  url: string;
-  key: string;
-  stats(): Promise<ServerStats>;
-}
 
 interface AcceptRun {
   rate: number;
@@ -37,7 +31,7 @@ interface AcceptRun {
   cpuMsPerRequest: number;
 }
 
-async function measure(target: Target, script: string, o: CompareOptions, label: string): Promise<AcceptRun> {
+async function measure(target: MeasuredTarget, script: string, o: CompareOptions, label: string): Promise<AcceptRun> {
   await warmUpViaWrk([target], script, o);
   const [before, cpu] = [await target.stats(), cpuMeter()];
   const w = await wrk(target.url, script, CONNECTIONS, o.seconds, { KEY: target.key });

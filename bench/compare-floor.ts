@@ -11,11 +11,11 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { forkBenchServer, type ServerStats } from './child';
+import { forkBenchServer } from './child';
 import { FROM, startPigeon } from './compare-pigeon';
 import { cpuMeter, smtpSource, startCountingSink, startPostfix, wrk, writeSendScript, type CountingSink } from './compare-tools';
 import { median } from './compare-throughput';
-import { warmUpViaSmtp, warmUpViaWrk } from './compare-warmup';
+import { warmUpViaSmtp, warmUpViaWrk, type MeasuredTarget } from './compare-warmup';
 import type { CompareOptions, Row } from './compare';
 
 const r0 = (x: number) => Math.round(x).toString();
@@ -28,13 +28,7 @@ interface Measured {
 /** Machine CPU milliseconds per message over a run: busy share of all cores × wall time ÷ messages. */
 const cpuPerMessage = (busyPercent: number, seconds: number, messages: number) => (busyPercent / 100) * os.cpus().length * seconds * 1000 / Math.max(1, messages);
 
-interface Target {
-  url: string;
-  key: string;
-  stats(): Promise<ServerStats>;
-}
-
-async function viaWrk(sink: CountingSink, o: CompareOptions, target: Target, label: string): Promise<Measured> {
+async function viaWrk(sink: CountingSink, o: CompareOptions, target: MeasuredTarget, label: string): Promise<Measured> {
   const script = writeSendScript(fs.mkdtempSync(path.join(os.tmpdir(), 'pigeon-bench-wrk-')), FROM, o.size);
   try {
     await warmUpViaWrk([target], script, o, sink);

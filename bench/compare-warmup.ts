@@ -14,6 +14,7 @@
  * `--warmup=0` measures cold starts, as the runs before 2026-11-23 did.
  */
 import { smtpSource, wrk, type CountingSink } from './compare-tools';
+import type { ServerStats } from './child';
 import type { CompareOptions } from './compare';
 
 /** Messages smtp-source sends Postfix (or Pigeon's SMTP port) to warm it: enough to start every daemon and pool. */
@@ -22,6 +23,11 @@ const SMTP_WARM_UP_MESSAGES = 2000;
 export interface WrkTarget {
   url: string;
   key: string;
+}
+
+/** A wrk target whose server also reports its own CPU time and busy shares (bench/child.ts). */
+export interface MeasuredTarget extends WrkTarget {
+  stats(): Promise<ServerStats>;
 }
 
 /**
