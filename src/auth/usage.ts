@@ -2,7 +2,15 @@
 import { addToCounters } from '../db/buffer';
 import type { Queryable } from '../db';
 
-export const monthOf = (ms: number): string => new Date(ms).toISOString().slice(0, 7);
+const DAY_MS = 86_400_000;
+let lastDay = { day: Number.NaN, month: '' };
+
+/** `YYYY-MM` (UTC) of `ms`; the last day's answer is kept, as every send asks for the same one. */
+export function monthOf(ms: number): string {
+  const day = Math.floor(ms / DAY_MS);
+  if (day !== lastDay.day) lastDay = { day, month: new Date(ms).toISOString().slice(0, 7) };
+  return lastDay.month;
+}
 
 export async function addUsage(db: Queryable, accountId: string, now: number, messages: number): Promise<void> {
   if (messages <= 0) return;

@@ -19,14 +19,8 @@ import { jsonColumns, jsonTuples } from './json-rows';
 import { valuesInsert, type BlobBudget } from './sql-values';
 import { planRiding, type BufferedWrite } from './ride-plan';
 import { wavesOf, type WriteOrder } from './write-order';
+import { chunksOf, MAX_VARIABLES } from './row-chunks';
 
-/** Bound variables per statement: far under SQLite's 32,766 and PostgreSQL's 65,535. */
-const MAX_VARIABLES = 8000;
-/**
- * Rows per insert statement at most: knex writes SQLite's multi-row insert as one compound SELECT
- * (`select … union all select …`), which SQLite caps at 500 terms (SQLITE_MAX_COMPOUND_SELECT).
- */
-const MAX_ROWS = 500;
 
 interface CounterTable {
   key: string[];
@@ -151,22 +145,6 @@ export async function addToCounters(db: Queryable, table: string, key: string[],
   const buffer = buffers.get(db);
   if (buffer) return buffer.add(table, key, rows, metrics);
   await upsertAdd(db, table, key, rows, metrics);
-}
-
-/** The rows in statement-sized chunks, each of rows with the same columns. */
-function* chunksOf(rows: readonly object[]): Generator<[string[], Array<Record<string, unknown>>]> {
-  const byShape = new Map<string, object[]>();
-  for (const row of rows) {
-    const shape = Object.keys(row).join(',');
-    let list = byShape.get(shape);
-    if (!list) byShape.set(shape, (list = []));
-    list.push(row);
-  }
-  for (const [shape, list] of byShape) {
-    const columns = shape.split(',');
-    const perStatement = Math.min(MAX_ROWS, Math.max(1, Math.floor(MAX_VARIABLES / Math.max(1, columns.length))));
-    for (let i = 0; i < list.length; i += perStatement) yield [columns, list.slice(i, i + perStatement) as Array<Record<string, unknown>>];
-  }
 }
 
 /**

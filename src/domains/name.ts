@@ -6,6 +6,7 @@
  */
 import net from 'node:net';
 import { domainToASCII } from 'node:url';
+import { LruMap } from '../util/lru';
 
 const LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
 const MAX_NAME = 253;
@@ -34,8 +35,19 @@ export function normalizeDomainName(input: string): NameResult {
   return { ok: true, name: ascii };
 }
 
+/**
+ * Names looked up lately: every send asks for its From domain, and domainToASCII costs it several µs. Bounded,
+ * as the input is any caller's.
+ */
+const lookedUp = new LruMap<string, string | null>(1000);
+export const lookedUpNames = (): number => lookedUp.size;
+
 /** For lookups by a name from a URL path or the CLI: the normalised name, or null if it cannot be one. */
 export function lookupName(input: string): string | null {
+  const known = lookedUp.get(input);
+  if (known !== undefined) return known;
   const result = normalizeDomainName(input);
-  return result.ok ? result.name : null;
+  const name = result.ok ? result.name : null;
+  lookedUp.set(input, name);
+  return name;
 }

@@ -35,7 +35,7 @@ export function createHttpApp(deps: AppDeps, registrars: RouteRegistrar[]): Koa 
   app.use(accessLog(deps.log, deps.metrics));
   app.use(errorHandler(deps.log));
   app.use(system.routes());
-  app.use(api.router.routes());
+  app.use(api.routesMiddleware());
   // Postmark, Resend and SendGrid clients under /postmark, /resend, /sendgrid: outside /v1 and its OpenAPI.
   app.use(compatRouter(deps).routes());
   // Non-throwing mode sets Allow; errorHandler turns the bare 405/501 into the error shape.

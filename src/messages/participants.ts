@@ -26,12 +26,17 @@ export interface Participants {
 }
 
 function recipients(value: Array<AddressInput | ToInput> | undefined, type: Recipient['type']): Recipient[] {
-  return (value ?? []).map((input, i) => {
+  if (!value) return [];
+  const list: Recipient[] = [];
+  for (let i = 0; i < value.length; i++) {
+    const input = value[i];
     const param = `${type}[${i}]`;
-    const address = parseAddress(input, param);
+    const { email, name, domain } = parseAddress(input, param);
     const substitutions = typeof input === 'object' && 'substitutions' in input ? input.substitutions : undefined;
-    return { ...address, type, param, substitutions };
-  });
+    // one object literal of one shape (a spread built each recipient key by key, several µs a send)
+    list.push({ email, name, domain, type, param, substitutions });
+  }
+  return list;
 }
 
 export function parseParticipants(body: SendBody, maxRecipients: number): Participants {

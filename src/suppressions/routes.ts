@@ -69,7 +69,7 @@ const removeUploads: Middleware = async (ctx, next) => {
 export function registerSuppressionRoutes(api: ApiRouter, deps: AppDeps): void {
   const { db, reader, clock, config } = deps;
 
-  api.router.post('/v1/suppressions/upload', removeUploads);
+  api.before('post', '/v1/suppressions/upload', removeUploads);
   api.add({
     method: 'post', path: '/v1/suppressions/upload', scope: 'suppressions:manage', tag: 'Suppressions', liveOnly: true,
     summary: 'Upload a suppression list',

@@ -1,7 +1,7 @@
 // Domain name normalisation: what is accepted, what it becomes, and what is refused.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { normalizeDomainName } from '../../src/domains/name';
+import { lookedUpNames, lookupName, normalizeDomainName } from '../../src/domains/name';
 
 describe('domain names', () => {
   it('are trimmed, lower-cased, punycoded and lose one trailing dot', () => {
@@ -46,5 +46,20 @@ describe('domain names', () => {
       assert.equal(r.ok, false, input);
       if (!r.ok) assert.match(r.reason, reason, input);
     }
+  });
+
+  it('look-ups answer as normalisation does, the same again from memory, which stays bounded', () => {
+    const inputs = ['Example.COM', 'Bücher.example', 'example.com.', '192.0.2.1', 'localhost', '-lead.com'];
+    const expected = inputs.map((i) => {
+      const result = normalizeDomainName(i);
+      return result.ok ? result.name : null;
+    });
+    assert.deepEqual(inputs.map(lookupName), expected);
+    for (let i = 0; i < 2_500; i++) {
+      lookupName(`filler${i}.example`);
+      assert.ok(lookedUpNames() <= 1_000, `${lookedUpNames()} names kept`);
+    }
+    assert.deepEqual(inputs.map(lookupName), expected);
+    assert.deepEqual(inputs.map(lookupName), expected);
   });
 });

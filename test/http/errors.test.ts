@@ -34,6 +34,25 @@ describe('error statuses', () => {
     assert.match(res.headers.get('allow') ?? '', /GET/);
   });
 
+  test('routes are found by path prefix as by the whole router: case, trailing slash, 404, 405, parameter routes', async () => {
+    const account = await app.api.get('/v1/account');
+    assert.equal(account.status, 200);
+    assert.deepEqual((await app.api.get('/V1/Account')).body, account.body);
+    assert.deepEqual((await app.api.get('/v1/account/')).body, account.body);
+    const wrongMethod = await app.api.patch('/v1/messages/send', {});
+    assertErrorShape(wrongMethod, 405, 'method_not_allowed');
+    // both routes whose path matches: POST /v1/messages/send and GET /v1/messages/{id}
+    assert.match(wrongMethod.headers.get('allow') ?? '', /POST/);
+    assert.match(wrongMethod.headers.get('allow') ?? '', /GET/);
+    assertErrorShape(await app.api.get('/v1/messages/msg_made_up_1234/deeper/still'), 404, 'route_not_found');
+    assertErrorShape(await app.api.get('/v1'), 404, 'route_not_found');
+    assertErrorShape(await app.api.get('/v1/'), 404, 'route_not_found');
+    // a route with a parameter among its first two segments: reached, and its methods told
+    assertErrorShape(await app.api.get('/u/not-a-token'), 404, 'not_found');
+    const allow = (await app.api.put('/u/not-a-token', {})).headers.get('allow') ?? '';
+    assert.deepEqual(allow.split(', ').sort(), ['GET', 'HEAD', 'POST']);
+  });
+
   test('malformed JSON → 400 malformed_body', async () => {
     assertErrorShape(await live.post('/v1/api-keys', '{"name": '), 400, 'malformed_body');
     assertErrorShape(await live.post('/v1/api-keys', '"a string"'), 400, 'malformed_body');
