@@ -33,7 +33,9 @@ export async function forkBenchServer<Ready>(script: string, args: string[], std
   // flags of its own (space-separated: a V8 option to try, `-r probe.js` to measure inside the server).
   const profile = process.env.PIGEON_BENCH_PROFILE;
   const extra = process.env.PIGEON_BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? [];
-  const execArgv = [...PRODUCTION_NODE_FLAGS, ...extra, ...(profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`] : [])];
+  // A profiled server also counts the requests it serves (count-requests.ts), for profile-compare.ts.
+  const profiling = profile ? ['--cpu-prof', `--cpu-prof-dir=${profile}`, '-r', path.join(__dirname, 'count-requests.js')] : [];
+  const execArgv = [...PRODUCTION_NODE_FLAGS, ...extra, ...profiling];
   const child = fork(path.join(__dirname, script), args, { stdio: ['ignore', stdout, 'inherit', 'ipc'], execArgv });
   const next = <T>(type: string) =>
     new Promise<T>((resolve, reject) => {

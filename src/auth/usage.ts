@@ -8,7 +8,7 @@ let lastDay = { day: Number.NaN, month: '' };
 /** `YYYY-MM` (UTC) of `ms`; the last day's answer is kept, as every send asks for the same one. */
 export function monthOf(ms: number): string {
   const day = Math.floor(ms / DAY_MS);
-  if (day !== lastDay.day) lastDay = { day, month: new Date(ms).toISOString().slice(0, 7) };
+  if (day !== lastDay.day) lastDay = { day, month: new Date(day * DAY_MS).toISOString().slice(0, 7) }; // the day's alone
   return lastDay.month;
 }
 

@@ -21,7 +21,6 @@ import { planRiding, type BufferedWrite } from './ride-plan';
 import { wavesOf, type WriteOrder } from './write-order';
 import { chunksOf, MAX_VARIABLES } from './row-chunks';
 
-
 interface CounterTable {
   key: string[];
   /** key values joined → row with summed metrics */

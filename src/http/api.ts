@@ -68,7 +68,7 @@ type RouterMiddleware = ReturnType<Router['routes']>;
 export type Authenticator = (ctx: Context, scope: Scope) => Promise<Caller>;
 
 export class ApiRouter {
-  /** Every route: what 405's Allow header is built from (allowedMethods) */
+  /** Every route: the fallback dispatch, and the methods allowedMethods knows (501); Allow comes from ctx.matched */
   readonly router = new Router();
   readonly routes: AnyRoute[] = [];
   /**
@@ -87,13 +87,16 @@ export class ApiRouter {
   add<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodType>(spec: RouteSpec<P, Q, B>): void {
     const route = spec as unknown as AnyRoute;
     this.routes.push(route);
-    const koaPath = route.path.replace(/\{(\w+)\}/g, ':$1');
-    this.register(route.method, koaPath, [...this.bodyParser(route), this.run(route)]);
+    this.register(route.method, koaPathOf(route.path), [...this.bodyParser(route), this.run(route)]);
   }
 
-  /** Middleware run before the route at `method` and `path` (added first), e.g. to clean up after it. */
+  /**
+   * Middleware run before the route at `method` and `path` (OpenAPI style, like `add`'s), e.g. to clean up
+   * after it. It must come first: the route's own handler ends the chain.
+   */
   before(method: Method, path: string, middleware: Middleware): void {
-    this.register(method, path, [middleware]);
+    if (this.has(method, path)) throw new Error(`${method} ${path}: middleware must be added before the route`);
+    this.register(method, koaPathOf(path), [middleware]);
   }
 
   /**
@@ -187,6 +190,9 @@ interface Registered {
   methods: string[];
   middleware: Middleware[];
 }
+
+/** `/v1/messages/{id}` → `/v1/messages/:id` (in @koa/router's path-to-regexp, `{…}` is an optional part) */
+const koaPathOf = (path: string): string => path.replace(/\{(\w+)\}/g, ':$1');
 
 /** The first two segments of a path, lower-cased (@koa/router matches case-insensitively). */
 function groupOf(path: string): string {

@@ -12,12 +12,13 @@ describe('row chunks', () => {
       { a: 3, b: 4 },
       { b: 5, a: 6 }, // same keys, another order: another statement
       { a: 7, b: 8 }, // back to the first shape after a different one
+      { a: 12, b: 13 }, // and the same again: into that shape's list, not the last one's
       { a: 9 },
       { b: 10, a: 11 },
     ];
     const chunks = [...chunksOf(rows)];
     assert.deepEqual(chunks.map(([columns]) => columns.join(',')), ['a,b', 'b,a', 'a']);
-    assert.deepEqual(chunks.map(([, chunk]) => chunk), [[rows[0], rows[1], rows[3]], [rows[2], rows[5]], [rows[4]]]);
+    assert.deepEqual(chunks.map(([, chunk]) => chunk), [[rows[0], rows[1], rows[3], rows[4]], [rows[2], rows[6]], [rows[5]]]);
     for (const [columns, chunk] of chunks) for (const row of chunk) assert.deepEqual(Object.keys(row), columns);
   });
 
