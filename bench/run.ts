@@ -16,6 +16,7 @@
  *   node dist/bench/run.js compare [--only=e2e,webhook,api,smtp,latency,queue,crash,statements,floor,nodes] [--rounds=2] [--seconds=8] [--nodes=2] ...
  *                                  (Postfix side by side; see docs/benchmarks.md)
  *   node dist/bench/run.js webhooks [--events=2000] [--concurrency=1,10] [--parts=sink,dispatch,claim,hanging]
+ *   node dist/bench/run.js row-forms [--rows=20] [--transactions=400] [--rounds=3]
  */
 type Mode = (args: string[]) => Promise<void>;
 
@@ -32,6 +33,7 @@ const MODES: Record<string, () => Mode> = {
   'suppression-upload-contention': () => (require('./upload-contention') as typeof import('./upload-contention')).run,
   compare: () => (require('./compare') as typeof import('./compare')).run,
   webhooks: () => (require('./webhooks') as typeof import('./webhooks')).run,
+  'row-forms': () => (require('./row-forms') as typeof import('./row-forms')).run,
 };
 
 async function main(): Promise<void> {

@@ -1,8 +1,12 @@
 /**
- * Rows with bytes, written into a statement's text so they can ride with the
- * COMMIT (commit-batch.ts) instead of going to SQLite's thread as a bound
- * statement of their own: a multi-row `VALUES` insert whose blobs are hex
- * literals (`X'…'`).
+ * Rows written into a statement's text so they can ride with the COMMIT
+ * (commit-batch.ts) instead of going to SQLite's thread as a bound statement
+ * of their own: a multi-row `VALUES` insert, blobs as hex literals (`X'…'`).
+ * SQLite reads such a list with less CPU than the JSON form of json-rows.ts:
+ * 20 message rows of 29 columns a transaction, alone on a quiet loop, took
+ * 55–74 µs of the process's CPU a row as VALUES text against 87–94 µs as JSON
+ * (`j.value->>i` walks the row's array for each column), the main thread's
+ * part 6–9 µs a row either way.
  *
  * Hex doubles the bytes, and the driver's `exec` copies its whole text on the
  * main thread before it goes to SQLite's thread. Measured with the driver
@@ -24,9 +28,10 @@
  * another object) leaves the rows to the bound statement. One difference is
  * kept, as in json-rows.ts: the driver binds an integer beyond 32 bits as a
  * float, which a TEXT or untyped column would store as '2147483648.0'; the
- * literal stores the integer. The table written this way (message_contents)
- * keeps its numbers in INTEGER and NUMERIC columns, where the two are the
- * same value (test/db/buffer-insert.test.ts compares every affinity).
+ * literal stores the integer. The tables written this way (those of the
+ * writer's buffer, as in json-rows.ts) keep their numbers in INTEGER, NUMERIC
+ * or REAL columns, where the two are the same value
+ * (test/db/buffer-insert.test.ts compares every affinity).
  */
 import { sqlString } from './commit-batch';
 import { isWellFormed } from './json-rows';

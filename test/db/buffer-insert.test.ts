@@ -1,8 +1,8 @@
 // Rows kept by the writer go out as multi-row statements whose text is built once: the values read back as given
 // (text, numbers, booleans, bytes, null), and a value left undefined is written as the query builder writes it.
-// On SQLite, rows whose values JSON carries exactly go as one JSON value (src/db/json-rows.ts): stored exactly as
-// bound values are, type and bytes, for every column affinity; rows with a few bytes go as a VALUES list with hex
-// blobs (src/db/sql-values.ts), stored as bound values are but for the same one difference.
+// On SQLite, bound rows whose values JSON carries exactly go as one JSON value (src/db/json-rows.ts): stored exactly
+// as bound values are, type and bytes, for every column affinity; rows that ride with the COMMIT go as a VALUES list,
+// blobs as hex within a budget (src/db/sql-values.ts), stored as bound values are but for the same one difference.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -141,7 +141,7 @@ describe('buffered inserts', () => {
     }
   });
 
-  it('the writer\'s rows go as one JSON value; rows without ids keep their order whatever their columns are called', async () => {
+  it('the writer\'s rows ride as one VALUES list, or one JSON value when a string holds a NUL; rows keep their order whatever their columns are called', async () => {
     await db.schema.createTable('keyed', (t) => {
       t.string('key');
       t.string('true');
@@ -151,10 +151,15 @@ describe('buffered inserts', () => {
     const count = (q: { sql: string }) => statements.push(q.sql);
     db.on('query', count);
     await writer.run((trx) => insertRows(trx, 'keyed', [{ key: 'z', true: 'x', n: 1 }, { key: 'a', true: null, n: 2 }, { key: 'm', true: 'y', n: 3 }]));
+    const inserts = () => statements.filter((sql) => /insert/i.test(sql));
+    assert.deepEqual(inserts().map((sql) => /^INSERT INTO "keyed" \("key", "true", "n"\) VALUES \('z', 'x', 1\), /.test(sql)), [true], statements.join('\n'));
+    statements.splice(0);
+    await writer.run((trx) => insertRows(trx, 'keyed', [{ key: 'n\u0000ul', true: 'x', n: 4 }]));
     db.off('query', count);
-    assert.equal(statements.filter((sql) => /insert/i.test(sql) && /json_each/.test(sql)).length, 1, statements.join('\n'));
+    assert.deepEqual(inserts().map((sql) => /json_each/.test(sql)), [true], statements.join('\n'));
     const back = await db.raw('SELECT key, n FROM keyed ORDER BY rowid') as Array<{ key: string; n: number }>;
-    assert.deepEqual(back.map((r) => r.n), [1, 2, 3], 'the rows\' order, not their key column\'s');
+    assert.deepEqual(back.map((r) => r.n), [1, 2, 3, 4], 'the rows\' order, not their key column\'s');
+    assert.equal(back[3].key, 'n\u0000ul');
   });
 
   it('a value JSON would carry differently sends its chunk the bound way', async () => {

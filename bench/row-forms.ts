@@ -1,0 +1,92 @@
+/**
+ * `npm run bench row-forms [--rows=20] [--transactions=400] [--rounds=3]`: what SQLite and the main thread pay
+ * for the writer's message rows in each form it could send them in (src/db/buffer.ts), on the real schema
+ * (migrated into a temporary data dir), WAL at synchronous=NORMAL, foreign keys off:
+ * - `values`: a VALUES list in the statement's text, riding with the COMMIT (sql-values.ts: what the writer sends);
+ * - `json`: one JSON literal in the text, unpacked by `json_each` and `j.value->>i` (json-rows.ts);
+ * - `bound`: a prepared multi-row insert, every value bound by the driver on the main thread.
+ * Prints, per row, the process's CPU (SQLite's thread included) and the main thread's synchronous part of the
+ * call (building the text or binding). Alone on a quiet loop: no HTTP, no MIME, no other writes.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import sqlite3 from 'sqlite3';
+import { parseConfig } from '../src/config';
+import { databaseFile, migrateLatest, openDatabase } from '../src/db';
+import { sqlString } from '../src/db/commit-batch';
+import { jsonColumns, jsonTuples } from '../src/db/json-rows';
+import { newBlobBudget, valuesInsert } from '../src/db/sql-values';
+import { newId } from '../src/ids';
+
+type Form = 'values' | 'json' | 'bound';
+
+/** A message row as accept writes it (messages/accept.ts messageRow), without a lease. */
+function messageRow(now: number, n: number): Record<string, unknown> {
+  const id = newId('msg');
+  return {
+    id, account_id: 'acc_bench', mode: 'live', batch_id: newId('bat'), content_id: newId('cnt'), status: 'queued',
+    from_email: 'orders@shop.bench', from_name: null, to_email: `rcpt${n}@sink.test`, to_name: null, rcpt_type: 'to',
+    recipient_domain: 'sink.test', sending_domain: 'shop.bench', domain_verified: true, cc: '[]', subject: `bench ${n}`,
+    tags: '[]', metadata: '{}', ip_pool: null, track_opens: false, track_clicks: false, list_unsubscribe: false,
+    message_id_header: `${id}@mta.bench`, source: 'api', send_at: null, next_attempt_at: now, attempts: 0, created_at: now, updated_at: now,
+  };
+}
+
+const call = (start: (cb: (err: Error | null) => void) => void) =>
+  new Promise<void>((resolve, reject) => start((err) => (err ? reject(err) : resolve())));
+
+async function measure(file: string, form: Form, rowsPer: number, transactions: number): Promise<{ cpu: number; main: number }> {
+  const db = new sqlite3.Database(file);
+  const exec = (sql: string) => call((cb) => db.exec(sql, cb));
+  await exec('PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=OFF; DELETE FROM messages');
+  const columns = Object.keys(messageRow(0, 0));
+  const bound = db.prepare(`INSERT INTO messages (${columns.join(', ')}) VALUES ${Array(rowsPer).fill(`(${columns.map(() => '?').join(', ')})`).join(', ')}`);
+  let cpu = process.cpuUsage();
+  let main = 0n;
+  let n = 0;
+  for (let t = -50; t < transactions; t++) { // 50 transactions of warm-up, not counted
+    if (t === 0) [cpu, main] = [process.cpuUsage(), 0n];
+    const rows = Array.from({ length: rowsPer }, () => messageRow(Date.now(), n++));
+    await exec('BEGIN');
+    const started = process.hrtime.bigint();
+    const done = call((cb) => {
+      if (form === 'bound') return void bound.run(rows.flatMap((r) => columns.map((c) => r[c])), cb);
+      const sql = form === 'values'
+        ? valuesInsert('messages', columns, rows, newBlobBudget())
+        : `INSERT INTO messages (${columns.join(', ')}) SELECT ${jsonColumns(columns)} FROM json_each(${sqlString(jsonTuples(rows.map((r) => columns.map((c) => r[c]))) as string)}) AS j`;
+      db.exec(`${sql}; COMMIT`, cb);
+    });
+    main += process.hrtime.bigint() - started;
+    await done;
+    if (form === 'bound') await exec('COMMIT');
+  }
+  const used = process.cpuUsage(cpu);
+  await call((cb) => bound.finalize(() => db.close(cb)));
+  const count = rowsPer * transactions;
+  return { cpu: (used.user + used.system) / count, main: Number(main) / 1e3 / count };
+}
+
+export async function run(args: string[]): Promise<void> {
+  const opt = (name: string, fallback: string) => Number(args.find((a) => a.startsWith(`--${name}=`))?.split('=')[1] ?? fallback);
+  const [rowsPer, transactions, rounds] = [opt('rows', '20'), opt('transactions', '400'), opt('rounds', '3')];
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pigeon-bench-rows-'));
+  try {
+    const config = parseConfig({ dataDir: dir });
+    const knex = openDatabase(config);
+    await migrateLatest(knex);
+    await knex.destroy();
+    const file = databaseFile(config);
+    console.log(`message rows, ${rowsPer} a transaction, ${transactions} transactions a run; µs a row (process CPU / main thread's call)`);
+    for (let round = 1; round <= rounds; round++) {
+      const line: string[] = [];
+      for (const form of ['values', 'json', 'bound'] as const) {
+        const r = await measure(file, form, rowsPer, transactions);
+        line.push(`${form} ${r.cpu.toFixed(1)} / ${r.main.toFixed(2)}`);
+      }
+      console.log(`  round ${round}: ${line.join('; ')}`);
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
