@@ -4,9 +4,11 @@
  * (migrated into a temporary data dir), WAL at synchronous=NORMAL, foreign keys off:
  * - `values`: a VALUES list in the statement's text, riding with the COMMIT (sql-values.ts: what the writer sends);
  * - `json`: one JSON literal in the text, unpacked by `json_each` and `j.value->>i` (json-rows.ts);
- * - `bound`: a prepared multi-row insert, every value bound by the driver on the main thread.
- * Prints, per row, the process's CPU (SQLite's thread included) and the main thread's synchronous part of the
- * call (building the text or binding). Alone on a quiet loop: no HTTP, no MIME, no other writes.
+ * - `bound`: for reference, a multi-row insert prepared once, every value bound by the driver on the main thread,
+ *   its COMMIT a trip of its own (the writer binds a chunk as one JSON value instead: json-rows.ts).
+ * Prints, per row, the process's CPU (SQLite's thread included, and building the rows: the same in every form)
+ * and the main thread's synchronous part of the call (building the text or binding). Alone on a quiet loop: no
+ * HTTP, no MIME, no other writes. The forms take turns in a rotating order, each on an emptied, checkpointed table.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -40,6 +42,7 @@ async function measure(file: string, form: Form, rowsPer: number, transactions: 
   const db = new sqlite3.Database(file);
   const exec = (sql: string) => call((cb) => db.exec(sql, cb));
   await exec('PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=OFF; DELETE FROM messages');
+  await call((cb) => db.all('PRAGMA wal_checkpoint(TRUNCATE)', cb)); // the last form's WAL is not this one's work
   const columns = Object.keys(messageRow(0, 0));
   const bound = db.prepare(`INSERT INTO messages (${columns.join(', ')}) VALUES ${Array(rowsPer).fill(`(${columns.map(() => '?').join(', ')})`).join(', ')}`);
   let cpu = process.cpuUsage();
@@ -80,7 +83,8 @@ export async function run(args: string[]): Promise<void> {
     console.log(`message rows, ${rowsPer} a transaction, ${transactions} transactions a run; µs a row (process CPU / main thread's call)`);
     for (let round = 1; round <= rounds; round++) {
       const line: string[] = [];
-      for (const form of ['values', 'json', 'bound'] as const) {
+      const forms: Form[] = ['values', 'json', 'bound'];
+      for (const form of [...forms.slice((round - 1) % 3), ...forms.slice(0, (round - 1) % 3)]) {
         const r = await measure(file, form, rowsPer, transactions);
         line.push(`${form} ${r.cpu.toFixed(1)} / ${r.main.toFixed(2)}`);
       }

@@ -170,8 +170,8 @@ function jsonInsert(db: Queryable, table: string, columns: string[], chunk: Arra
 /**
  * insertChunked's statements with their values in the text (commit-batch.ts): a VALUES list (sql-values.ts; blobs
  * within the budget), else one JSON literal (a string with a NUL); undefined when a chunk must be bound. The
- * VALUES list first: SQLite reads it for about two thirds of the CPU that extracting ~30 columns a row from JSON
- * takes (`j.value->>i`), at the same cost to the main thread.
+ * VALUES list first: ~30 µs less CPU a message row than the JSON literal, ~3 µs of it on the main thread
+ * (sql-values.ts, `npm run bench row-forms`).
  */
 function insertLiterals(table: string, rows: readonly object[], budget: BlobBudget): string[] | undefined {
   const statements: string[] = [];

@@ -12,10 +12,10 @@
  *   point of the transaction's work. A transaction that ran no statement
  *   commits or rolls back without a trip at all.
  * - The writer's buffered rows (buffer.ts) can ride with the COMMIT
- *   (`rideWithCommit`): their statements, with their one JSON value written
- *   as a literal (or, for rows with a few bytes, a VALUES list with hex
- *   blobs: sql-values.ts), go to `sqlite3_exec` together with BEGIN and
- *   COMMIT.
+ *   (`rideWithCommit`): their statements, with their values written into the
+ *   text (inserts as a VALUES list, blobs as hex within a budget:
+ *   sql-values.ts; counters and a string with a NUL as one JSON literal:
+ *   json-rows.ts), go to `sqlite3_exec` together with BEGIN and COMMIT.
  *
  * A group of accepts is one trip while its contents are small (their bytes
  * ride as hex: sql-values.ts), three when they are not (BEGIN, the contents,

@@ -2,11 +2,11 @@
  * Rows written into a statement's text so they can ride with the COMMIT
  * (commit-batch.ts) instead of going to SQLite's thread as a bound statement
  * of their own: a multi-row `VALUES` insert, blobs as hex literals (`X'…'`).
- * SQLite reads such a list with less CPU than the JSON form of json-rows.ts:
- * 20 message rows of 29 columns a transaction, alone on a quiet loop, took
- * 55–74 µs of the process's CPU a row as VALUES text against 87–94 µs as JSON
- * (`j.value->>i` walks the row's array for each column), the main thread's
- * part 6–9 µs a row either way.
+ * SQLite reads such a list with less CPU than the JSON form of json-rows.ts,
+ * whose `j.value->>i` walks the row's array again for each column: `npm run
+ * bench row-forms` (20 message rows of 29 columns a transaction, 2026-11-24
+ * 23:25) took 54.9–67.2 µs of the process's CPU a row as VALUES text against
+ * 85.6–98.9 as JSON, 8.7–10.3 µs of it on the main thread against 11.8–14.3.
  *
  * Hex doubles the bytes, and the driver's `exec` copies its whole text on the
  * main thread before it goes to SQLite's thread. Measured with the driver
