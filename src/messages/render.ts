@@ -94,7 +94,12 @@ function remember(key: string, template: Handlebars.TemplateDelegate): Handlebar
 /** `param` is the field named in errors (e.g. `html`, or `template_id` for a stored template). */
 async function compileField(field: TemplateField, source: string, shape: TemplateShape, via: CompileVia, param: string): Promise<Renderer> {
   // Most subjects and many bodies hold no expressions: skip the compiler for them.
-  if (!source.includes('{{')) return literalRenderer(field, source, param);
+  if (!source.includes('{{')) {
+    return (_data, budget) => {
+      budget.startField();
+      return guarded(field, param, () => budget.output(source));
+    };
+  }
   let template: Handlebars.TemplateDelegate;
   try {
     template = await compiled(field, source, shape, via);
@@ -102,14 +107,6 @@ async function compileField(field: TemplateField, source: string, shape: Templat
     throw templateError(field, param, err);
   }
   return (data, budget) => guarded(field, param, () => run(template, data, budget));
-}
-
-/** A source without `{{` renders as itself. */
-function literalRenderer(field: TemplateField, source: string, param: string): Renderer {
-  return (_data, budget) => {
-    budget.startField();
-    return guarded(field, param, () => budget.output(source));
-  };
 }
 
 function guarded<T>(field: TemplateField, param: string, work: () => T): T {
@@ -153,13 +150,8 @@ export async function compileAll(
     const source = fields[field];
     return source === undefined ? [] : [{ field, source, shape: checkTemplateSource(source, field, param(field), limits) }];
   });
-  const out: Renderers = {};
-  // Plain text in every field: nothing to compile, so no promise per field.
-  if (present.every((f) => !f.source.includes('{{'))) {
-    for (const f of present) out[f.field] = literalRenderer(f.field, f.source, param(f.field));
-    return out;
-  }
   const results = await Promise.allSettled(present.map((f) => compileField(f.field, f.source, f.shape, via, param(f.field))));
+  const out: Renderers = {};
   for (const [i, result] of results.entries()) {
     if (result.status === 'rejected') throw result.reason;
     out[present[i].field] = result.value;
