@@ -8,9 +8,11 @@
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
+import { isMainThread } from 'node:worker_threads';
 
 const dir = process.env.PIGEON_BENCH_PROFILE;
-if (dir) {
+// Worker threads run the preload too (they inherit the flags) and share the pid: only the main thread writes.
+if (dir && isMainThread) {
   let requests = 0;
   const emit = http.Server.prototype.emit as (this: http.Server, event: string | symbol, ...args: unknown[]) => boolean;
   http.Server.prototype.emit = function (this: http.Server, event: string | symbol, ...args: unknown[]) {
