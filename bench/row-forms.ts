@@ -3,7 +3,7 @@
  * for the writer's message rows in each form it could send them in (src/db/buffer.ts), on the real schema
  * (migrated into a temporary data dir), WAL at synchronous=NORMAL, foreign keys off:
  * - `values`: a VALUES list in the statement's text, riding with the COMMIT (sql-values.ts: what the writer sends);
- * - `json`: one JSON literal in the text, unpacked by `json_each` and `j.value->>i` (json-rows.ts);
+ * - `json`: one JSON literal in the text, unpacked by `json_each` and `j.value->>i` (buffer.ts' jsonLiteralInsert);
  * - `bound`: for reference, a multi-row insert prepared once, every value bound by the driver on the main thread,
  *   its COMMIT a trip of its own (the writer binds a chunk as one JSON value instead: json-rows.ts).
  * Prints, per row, the process's CPU (SQLite's thread included, and building the rows: the same in every form)
@@ -16,23 +16,28 @@ import path from 'node:path';
 import sqlite3 from 'sqlite3';
 import { parseConfig } from '../src/config';
 import { databaseFile, migrateLatest, openDatabase } from '../src/db';
-import { sqlString } from '../src/db/commit-batch';
-import { jsonColumns, jsonTuples } from '../src/db/json-rows';
+import { jsonLiteralInsert } from '../src/db/buffer';
 import { newBlobBudget, valuesInsert } from '../src/db/sql-values';
 import { newId } from '../src/ids';
+import { messageRows, type AcceptBatch } from '../src/messages/accept';
 
 type Form = 'values' | 'json' | 'bound';
 
-/** A message row as accept writes it (messages/accept.ts messageRow), without a lease. */
-function messageRow(now: number, n: number): Record<string, unknown> {
-  const id = newId('msg');
-  return {
-    id, account_id: 'acc_bench', mode: 'live', batch_id: newId('bat'), content_id: newId('cnt'), status: 'queued',
-    from_email: 'orders@shop.bench', from_name: null, to_email: `rcpt${n}@sink.test`, to_name: null, rcpt_type: 'to',
-    recipient_domain: 'sink.test', sending_domain: 'shop.bench', domain_verified: true, cc: '[]', subject: `bench ${n}`,
-    tags: '[]', metadata: '{}', ip_pool: null, track_opens: false, track_clicks: false, list_unsubscribe: false,
-    message_id_header: `${id}@mta.bench`, source: 'api', send_at: null, next_attempt_at: now, attempts: 0, created_at: now, updated_at: now,
+/** `count` message rows as accept writes them (messages/accept.ts messageRows): single-recipient sends, no lease. */
+function messageRowsOf(count: number, first: number): Array<Record<string, unknown>> {
+  const now = Date.now();
+  const batch: AcceptBatch = {
+    accountId: 'acc_bench', mode: 'live', batchId: newId('bat'), source: 'api', now, sendAt: null, sendingDomain: 'shop.bench',
+    domainVerified: true, tags: [], metadata: {}, ipPool: null, trackOpens: false, trackClicks: false, listUnsubscribe: false, contents: [],
+    messages: Array.from({ length: count }, (_, i) => {
+      const id = newId('msg');
+      return {
+        id, contentId: newId('cnt'), rcptType: 'to' as const, fromEmail: 'orders@shop.bench', fromName: null, toEmail: `rcpt${first + i}@sink.test`,
+        toName: null, recipientDomain: 'sink.test', cc: [], subject: `bench ${first + i}`, messageIdHeader: `${id}@mta.bench`,
+      };
+    }),
   };
+  return messageRows(batch);
 }
 
 const call = (start: (cb: (err: Error | null) => void) => void) =>
@@ -43,21 +48,20 @@ async function measure(file: string, form: Form, rowsPer: number, transactions: 
   const exec = (sql: string) => call((cb) => db.exec(sql, cb));
   await exec('PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=OFF; DELETE FROM messages');
   await call((cb) => db.all('PRAGMA wal_checkpoint(TRUNCATE)', cb)); // the last form's WAL is not this one's work
-  const columns = Object.keys(messageRow(0, 0));
+  const columns = Object.keys(messageRowsOf(1, 0)[0]);
   const bound = db.prepare(`INSERT INTO messages (${columns.join(', ')}) VALUES ${Array(rowsPer).fill(`(${columns.map(() => '?').join(', ')})`).join(', ')}`);
   let cpu = process.cpuUsage();
   let main = 0n;
   let n = 0;
   for (let t = -50; t < transactions; t++) { // 50 transactions of warm-up, not counted
     if (t === 0) [cpu, main] = [process.cpuUsage(), 0n];
-    const rows = Array.from({ length: rowsPer }, () => messageRow(Date.now(), n++));
+    const rows = messageRowsOf(rowsPer, n);
+    n += rowsPer;
     await exec('BEGIN');
     const started = process.hrtime.bigint();
     const done = call((cb) => {
       if (form === 'bound') return void bound.run(rows.flatMap((r) => columns.map((c) => r[c])), cb);
-      const sql = form === 'values'
-        ? valuesInsert('messages', columns, rows, newBlobBudget())
-        : `INSERT INTO messages (${columns.join(', ')}) SELECT ${jsonColumns(columns)} FROM json_each(${sqlString(jsonTuples(rows.map((r) => columns.map((c) => r[c]))) as string)}) AS j`;
+      const sql = form === 'values' ? valuesInsert('messages', columns, rows, newBlobBudget()) : jsonLiteralInsert('messages', columns, rows);
       db.exec(`${sql}; COMMIT`, cb);
     });
     main += process.hrtime.bigint() - started;

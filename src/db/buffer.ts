@@ -187,7 +187,8 @@ function insertLiterals(table: string, rows: readonly object[], budget: BlobBudg
   return statements;
 }
 
-function jsonLiteralInsert(table: string, columns: string[], chunk: Array<Record<string, unknown>>): string | undefined {
+/** The chunk as one JSON literal in an insert's text, or undefined when JSON would not carry a value exactly. */
+export function jsonLiteralInsert(table: string, columns: string[], chunk: Array<Record<string, unknown>>): string | undefined {
   const json = jsonTuples(chunk.map((row) => columns.map((c) => row[c])));
   return json === undefined ? undefined : withJsonLiteral(jsonInsertSql(table, columns), json);
 }
