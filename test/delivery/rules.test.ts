@@ -3,7 +3,6 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { createClassifier, parseReply } from '../../src/delivery/classify';
 import { baseDelayMs, nextAttemptAt } from '../../src/delivery/retry';
@@ -11,6 +10,7 @@ import { parseVerp, verpAddress } from '../../src/delivery/verp';
 import { parseConfig } from '../../src/config';
 import { checkSourceAddresses } from '../../src/delivery/doctor';
 import { signMessage } from '../../src/delivery/dkim';
+import { tempDir } from '../support/temp-dir';
 
 describe('bounce rules', () => {
   const classify = createClassifier('');
@@ -38,7 +38,7 @@ describe('bounce rules', () => {
   });
 
   it('tries the rules of delivery.bounceRulesFile before the built-in ones', () => {
-    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'pigeon-rules-')), 'rules.json');
+    const file = path.join(tempDir('rules'), 'rules.json');
     fs.writeFileSync(file, JSON.stringify({ rules: [{ text: 'transaction failed', type: 'soft', category: 'policy' }] }));
     const custom = createClassifier(file);
     assert.deepEqual(custom(parseReply('554 Transaction failed')), { type: 'soft', category: 'policy', suppress: false });
@@ -63,7 +63,7 @@ describe('retry schedule', () => {
 });
 
 describe('VERP return-path', () => {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'pigeon-verp-'));
+  const dataDir = tempDir('verp');
   const config = parseConfig({ dataDir, hostname: 'mail.pigeon.test', delivery: { bounceDomain: 'bounces.pigeon.test' } });
   const id = 'msg_01kaxyz0123456789abcdefghj';
 
@@ -81,7 +81,7 @@ describe('VERP return-path', () => {
     assert.equal(parseVerp(config, forged), null);
     assert.equal(parseVerp(config, verpAddress(config, id).replace('bounces.pigeon.test', 'evil.test')), null);
     assert.equal(parseVerp(config, 'postmaster@bounces.pigeon.test'), null);
-    const otherDir = fs.mkdtempSync(path.join(os.tmpdir(), 'pigeon-verp-'));
+    const otherDir = tempDir('verp');
     assert.equal(parseVerp({ ...config, dataDir: otherDir }, address), null, 'another appliance cannot validate our tokens');
   });
 });

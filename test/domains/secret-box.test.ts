@@ -2,12 +2,12 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { deriveKey, loadOrCreateMasterKey, open, seal, SecretBoxError } from '../../src/crypto/secret-box';
+import { tempDir } from '../support/temp-dir';
 
 describe('secret box', () => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pigeon-box-'));
+  const dir = tempDir('box');
 
   it('creates <dataDir>/secret.key once, 32 bytes, mode 0600, and reads the same key afterwards', () => {
     const nested = path.join(dir, 'data');

@@ -2,15 +2,15 @@
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import http from 'node:http';
 import { runCli, runCliAsync, startServer } from '../support/cli';
 import { eventually } from '../support/wait';
 import { KEY_CACHE_TTL_MS } from '../../src/auth/keys';
+import { tempDir } from '../support/temp-dir';
 
 function tempConfig(extra: object = {}): { file: string; dir: string } {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pigeon-cli-'));
+  const dir = tempDir('cli');
   const file = path.join(dir, 'config.json');
   fs.writeFileSync(file, JSON.stringify({ dataDir: path.join(dir, 'data'), http: { port: 0 }, smtp: { submission: { port: 0 }, inbound: { port: 0 } }, metrics: { port: 0 }, ...extra }));
   return { file, dir };

@@ -2,11 +2,11 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { createProviderMatcher } from '../../src/pools/providers';
 import { createThrottleMatcher } from '../../src/pools/throttle-rules';
 import { allowanceOpensAt, hourlyAllowance, rollForward, STANDARD_SCHEDULE } from '../../src/pools/schedule';
+import { tempDir } from '../support/temp-dir';
 
 describe('provider recognition', () => {
   const { of, ids } = createProviderMatcher();
@@ -34,7 +34,7 @@ describe('provider recognition', () => {
   });
 
   it('a sysadmin file adds providers and is tried first', () => {
-    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'pigeon-mx-')), 'mx.json');
+    const file = path.join(tempDir('mx'), 'mx.json');
     fs.writeFileSync(file, JSON.stringify({ providers: [{ id: 'fastmail', mx: ['*.messagingengine.com'] }, { id: 'corp-google', mx: ['aspmx.l.google.com'] }] }));
     const m = createProviderMatcher(file);
     assert.equal(m.of(['in1-smtp.messagingengine.com']), 'fastmail');

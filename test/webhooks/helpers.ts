@@ -6,7 +6,6 @@
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import type { AppOptions, Worker } from '../../src/app';
 import type { ConfigInput } from '../../src/config';
@@ -16,13 +15,14 @@ import { messageEventData, recordEvent, RecordedEvent } from '../../src/events/r
 import { mergeDeep } from '../support/merge';
 import { ApiClient, liveApi, startTestApp, TestApp } from '../support/app';
 import { testCertificate } from '../support/tls-cert';
+import { tempDir } from '../support/temp-dir';
 
 let caPath: string | undefined;
 
 /** The test certificate as a CA file for `webhooks.tlsCaFile`. */
 export function testCaFile(): string {
   if (!caPath) {
-    caPath = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'pigeon-ca-')), 'ca.pem');
+    caPath = path.join(tempDir('ca'), 'ca.pem');
     fs.writeFileSync(caPath, testCertificate().cert);
   }
   return caPath;
