@@ -68,7 +68,7 @@ type RouterMiddleware = ReturnType<Router['routes']>;
 export type Authenticator = (ctx: Context, scope: Scope) => Promise<Caller>;
 
 export class ApiRouter {
-  /** Every route: the fallback dispatch, and the methods allowedMethods knows (501); Allow comes from ctx.matched */
+  /** Every route: the methods allowedMethods knows (501; Allow comes from ctx.matched), and what test/http/router-groups.test.ts holds the groups to */
   readonly router = new Router();
   readonly routes: AnyRoute[] = [];
   /**
@@ -78,6 +78,11 @@ export class ApiRouter {
   private readonly groups = new Map<string, Router>();
   /** Routes with a parameter among their first two segments: in every group */
   private readonly loose: Registered[] = [];
+  /**
+   * The loose routes alone, for a path of no group (the compatibility layers' `/postmark/email`, a 404): no
+   * other route can match it, and every compatible send was tested against all ninety.
+   */
+  private readonly looseRouter = new Router();
 
   constructor(
     private readonly authenticate: Authenticator,
@@ -100,13 +105,14 @@ export class ApiRouter {
   }
 
   /**
-   * Dispatch: the request's group only (its routes are the only ones whose path can match), or every route
-   * when no group has its prefix. A 404 or 405 is then told by the same ctx.matched as from the whole router.
+   * Dispatch: the request's group only (its routes are the only ones whose path can match), or the loose
+   * routes when no group has its prefix. A 404 or 405 is then told by the same ctx.matched as from the whole
+   * router (allowedMethods, on the whole router, still knows every method for 501).
    */
   routesMiddleware(): RouterMiddleware {
-    const all = this.router.routes();
+    const loose = this.looseRouter.routes();
     const byGroup = new Map([...this.groups].map(([prefix, router]) => [prefix, router.routes()]));
-    return (ctx, next) => (byGroup.get(groupOf(ctx.path)) ?? all)(ctx, next);
+    return (ctx, next) => (byGroup.get(groupOf(ctx.path)) ?? loose)(ctx, next);
   }
 
   private register(method: Method, koaPath: string, middleware: Middleware[]): void {
@@ -116,7 +122,7 @@ export class ApiRouter {
     if (!LITERAL_PREFIX.test(prefix)) {
       // a parameter among its first two segments (/u/:token): the route may match a path of any group
       this.loose.push(route);
-      for (const group of this.groups.values()) group.register(route.path, route.methods, route.middleware);
+      for (const group of [this.looseRouter, ...this.groups.values()]) group.register(route.path, route.methods, route.middleware);
       return;
     }
     let group = this.groups.get(prefix);

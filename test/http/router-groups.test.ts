@@ -55,6 +55,7 @@ describe('routes found by path prefix', () => {
       '/v1/messages/msg_1', '/V1/Messages/MSG_1/', '/v1/messages/msg_1/cancel', '/v1/messages/msg_1/cancel/more',
       '/v1/messages.json', '/v1//messages/send', '/v1/messages%2Fsend', '/u/tok/page', '/U/tok/PAGE/', '/u/tok',
       '/v1/messages/special', '/v1/account/special', '/t/o', '/t/o/', '/t', '/v1', '/v1/', '/', '/nothing/here',
+      '/v1/other/special', '/V1/Other/Special/', '/postmark/email', '/u/tok/page/more',
     ];
     let routed = 0;
     for (const path of paths) {
@@ -73,6 +74,9 @@ describe('routes found by path prefix', () => {
     assert.deepEqual(thing, { route: 'get /v1/{thing}' }); // registered first, so it answers, as in the whole router
     const special = await fetch(`${grouped.url}/v1/messages/special`, { method: 'PUT' }).then((r) => r.json());
     assert.deepEqual(special, { route: 'put /v1/{kind}/special' });
+    // a path of no group reaches the loose routes
+    const other = await fetch(`${grouped.url}/v1/other/special`, { method: 'PUT' }).then((r) => r.json());
+    assert.deepEqual(other, { route: 'put /v1/{kind}/special' });
   });
 
   it('refuses middleware meant to run before a route that is already there', () => {
