@@ -1,11 +1,11 @@
-// The composer's two replaced helpers (src/messages/composer-speedups.ts) answer as nodemailer's own do, and a
+// The composer's three replaced helpers (src/messages/composer-speedups.ts) answer as nodemailer's own do, and a
 // send's MIME built with them is byte for byte the one built with nodemailer's originals.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import mimeFuncs from 'nodemailer/lib/mime-funcs';
 import MimeNode from 'nodemailer/lib/mime-node';
 import { composeMime, type MimeInput } from '../../src/messages/mime';
-import { hasLongerLines, originals, rememberingNormalizer } from '../../src/messages/composer-speedups';
+import { hasLongerLines, isPlainText, originals, rememberingNormalizer } from '../../src/messages/composer-speedups';
 
 const line = (n: number, c = 'a') => c.repeat(n);
 
@@ -22,6 +22,18 @@ test('hasLongerLines answers as nodemailer\'s regex for every kind of line break
   for (const text of TEXTS) {
     for (const limit of [0, 1, 40, 76, 78]) {
       assert.equal(hasLongerLines(text, limit), originals.hasLongerLines(text, limit), `length ${text.length}, limit ${limit}: ${JSON.stringify(text.slice(0, 90))}`);
+    }
+  }
+});
+
+test('isPlainText answers as nodemailer\'s regex for every kind of letter, as a text and as a parameter', () => {
+  const values: unknown[] = [
+    ...TEXTS, 'tab\tand\r\nbreaks', 'del \x7f', 'nul \x00', 'esc \x1b', 'vt \x0b ff \x0c', 'us \x1f', 'quote "', 'latin-1 \xa0 é',
+    'euro €', 'emoji 🎉', 'lone \ud800', 'lone \udfff', '\u0080', '\uffff', ` ${line(10_000)}\u0081`, undefined, null, 42, ['a'],
+  ];
+  for (const value of values) {
+    for (const isParam of [false, true]) {
+      assert.equal(isPlainText(value, isParam), originals.isPlainText(value, isParam), `${JSON.stringify(value)?.slice(0, 60)}, isParam ${isParam}`);
     }
   }
 });
@@ -50,6 +62,7 @@ test('made-up header names past the bound do not keep a common one from being re
 
 test('the composer uses the replacements once the MIME builder is loaded', () => {
   assert.equal(mimeFuncs.hasLongerLines, hasLongerLines);
+  assert.equal(mimeFuncs.isPlainText, isPlainText);
   assert.notEqual((MimeNode.prototype as unknown as { _normalizeHeaderKey: unknown })._normalizeHeaderKey, originals.normalizeHeaderKey);
 });
 
@@ -68,13 +81,15 @@ const base: MimeInput = {
 /** The send's MIME with nodemailer's own helpers in place; the random boundary is the only part that differs. */
 async function withOriginals(input: MimeInput): Promise<Buffer> {
   const proto = MimeNode.prototype as unknown as { _normalizeHeaderKey: unknown };
-  const [fast, fastNormalize] = [mimeFuncs.hasLongerLines, proto._normalizeHeaderKey];
+  const [fast, fastPlain, fastNormalize] = [mimeFuncs.hasLongerLines, mimeFuncs.isPlainText, proto._normalizeHeaderKey];
   mimeFuncs.hasLongerLines = originals.hasLongerLines;
+  mimeFuncs.isPlainText = originals.isPlainText;
   proto._normalizeHeaderKey = originals.normalizeHeaderKey;
   try {
     return await composeMime(input);
   } finally {
     mimeFuncs.hasLongerLines = fast;
+    mimeFuncs.isPlainText = fastPlain;
     proto._normalizeHeaderKey = fastNormalize;
   }
 }
