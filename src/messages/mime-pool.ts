@@ -1,7 +1,7 @@
 /**
  * Where the send API's MIME is built. Building a message (nodemailer's
  * MailComposer: header encoding, quoted-printable or base64, the parts
- * joined in one pass, mime.ts) costs ~40–90 µs for a 5 KB text message
+ * joined in one pass, mime.ts) costs ~45–95 µs for a 5 KB text message
  * and 86–144 ms at a stretch for one with a 7 MB attachment, time in which no
  * other request, SMTP session or delivery moves on the main thread. So it runs on
  * `messages.mimeThreads` worker threads (mime-worker.ts; auto: one fewer than

@@ -5,8 +5,8 @@
  * build() joins each node's headers and content through a PassThrough per
  * node, a quoted-printable or base64 encoder stream per encoded part and a
  * setImmediate between every two steps, then a last-newline transform: for a
- * 5 KB text message that machinery was most of the ~70–90 µs a message took,
- * on every send. The parts of the tree are all in memory here (strings and
+ * 5 KB text message that machinery was the larger share of the 92–167 µs of
+ * CPU a message took (43–97 µs without it, with the scans mime.ts dropped). The parts of the tree are all in memory here (strings and
  * byte arrays: file and URL access are switched off, and nothing is
  * streamed), so the same output is a walk over the tree. Each node still
  * writes its header block with nodemailer's own buildHeaders (address

@@ -40,8 +40,8 @@ export interface MimeInput {
 
 /**
  * The composer picks quoted-printable or base64 for each text by matching every
- * letter with a regex, which is a large share of its cost on 5 KB bodies. The
- * same choice from one pass over the char codes: QP while most text is ASCII.
+ * letter with a regex, which is a large share of its cost on 5 KB bodies. A
+ * similar choice from one pass over the char codes: QP while most text is ASCII.
  * An all-ASCII text (most mail) is recognised by its UTF-8 length alone (each character one byte), which
  * Node counts several times faster than a regex scans for a non-ASCII letter.
  */
@@ -78,13 +78,14 @@ export function crlfLines(text: string | undefined): string | undefined {
 }
 
 /**
- * Parts up to this size (texts and attachments) are written in one synchronous pass (mime-serialize.ts); larger
- * ones through the composer's streams, whose steps yield to the thread's other messages in between, so a small
- * message asked beside a large one is still answered first (mime-pool.ts).
+ * Parts up to this size (partBytes) are written in one synchronous pass (mime-serialize.ts); larger ones through
+ * the composer's streams, whose steps yield to the thread's other messages in between, so a small message asked
+ * beside one past this size is still answered first (mime-pool.ts). Messages under it are written one after the
+ * other: a small one asked after several of nearly this size waits for them, a few milliseconds at most.
  */
 export const ONE_PASS_MAX_BYTES = 256 * 1024;
 
-/** About the bytes a message's parts take (its texts and attachments). */
+/** About the size of a message's parts: its texts' characters (UTF-16 units) and its attachments' bytes. */
 export function partBytes(input: MimeInput): number {
   let bytes = input.subject.length + (input.html?.length ?? 0) + (input.text?.length ?? 0);
   for (const a of input.attachments) bytes += a.content.length;

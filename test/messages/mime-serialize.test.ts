@@ -4,7 +4,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
-import { composeMime, mimeTree, type Attachment, type MimeInput } from '../../src/messages/mime';
+import MimeNode from 'nodemailer/lib/mime-node';
+import { composeMime, mimeTree, ONE_PASS_MAX_BYTES, partBytes, type Attachment, type MimeInput } from '../../src/messages/mime';
 import { serializeMime } from '../../src/messages/mime-serialize';
 import { mimeInput } from './mime-input';
 
@@ -93,6 +94,49 @@ describe('MIME written in one pass', () => {
     const input: MimeInput = { ...mimeInput, text: 'x\n', attachments: [{ filename: 'v.bin', content: view as Buffer }] };
     const expected: MimeInput = { ...input, attachments: [{ filename: 'v.bin', content: Buffer.from(backing.subarray(7, 4007)) }] };
     assert.deepEqual(serialized(input), await built(expected));
+  });
+
+  it('is build()\'s bytes for a large quoted-printable text, pass-through parts and a multipart part with content', async () => {
+    const big = `${'Grüße, a line long enough to be wrapped by quoted-printable soft breaks: '.repeat(3)}=\n`.repeat(1000);
+    const inputs: MimeInput[] = [
+      { ...mimeInput, text: big },
+      { ...mimeInput, attachments: [{ filename: 'm.eml', content: Buffer.from('Subject: x\r\n\r\nends with a bare CR\r'), contentType: 'message/rfc822' }] },
+      { ...mimeInput, attachments: [{ filename: 'm.eml', content: Buffer.from('Subject: x\r\n\r\nno final line break'), contentType: 'message/rfc822' }] },
+      { ...mimeInput, text: 'x\n', attachments: [{ filename: 'p.bin', content: Buffer.from('--b\r\n\r\nx\r\n--b--'), contentType: 'multipart/mixed' }] },
+    ];
+    for (const [i, input] of inputs.entries()) assert.deepEqual(serialized(input), await built(input), `input ${i}`);
+  });
+
+  it('leaves a tree with a raw node to build()', () => {
+    const tree = mimeTree({ ...mimeInput, text: 'x\n' }, BOUNDARY);
+    tree.setRaw('Subject: raw\r\n\r\nraw\r\n');
+    assert.equal(serializeMime(tree), undefined);
+  });
+
+  it('composeMime writes a message up to the size in one pass, and a larger one through build(), alike', async () => {
+    const proto = MimeNode.prototype as unknown as { build: (...args: unknown[]) => unknown };
+    const build = proto.build;
+    let builds = 0;
+    proto.build = function (this: MimeNode, ...args: unknown[]) {
+      builds++;
+      return build.apply(this, args);
+    };
+    try {
+      const sized = (n: number): MimeInput => ({ ...mimeInput, subject: 's', text: undefined, attachments: [attachment(n - 1, 7)] });
+      const under = sized(ONE_PASS_MAX_BYTES);
+      const over = sized(ONE_PASS_MAX_BYTES + 1);
+      assert.deepEqual([partBytes(under), partBytes(over)], [ONE_PASS_MAX_BYTES, ONE_PASS_MAX_BYTES + 1]);
+      const withoutBoundaries = (raw: Buffer) => raw.toString('latin1').replace(/_NmP-[0-9a-f]+-Part_\d+/g, 'BOUNDARY');
+      const underRaw = await composeMime(under);
+      assert.equal(builds, 0, 'a message up to the size does not go through build()');
+      assert.equal(withoutBoundaries(underRaw), withoutBoundaries(await mimeTree(under).build()));
+      builds = 0;
+      const overRaw = await composeMime(over);
+      assert.equal(builds, 1, 'a larger one does');
+      assert.equal(withoutBoundaries(overRaw), withoutBoundaries(serialized(over)));
+    } finally {
+      proto.build = build;
+    }
   });
 
   it('leaves a tree with a streamed part to build()', async () => {
