@@ -68,7 +68,10 @@ type RouterMiddleware = ReturnType<Router['routes']>;
 export type Authenticator = (ctx: Context, scope: Scope) => Promise<Caller>;
 
 export class ApiRouter {
-  /** Every route: the methods allowedMethods knows (501; Allow comes from ctx.matched), and what test/http/router-groups.test.ts holds the groups to */
+  /**
+   * Every route: the methods allowedMethods knows (501; Allow comes from ctx.matched), and what
+   * test/http/router-groups.test.ts holds the groups to.
+   */
   readonly router = new Router();
   readonly routes: AnyRoute[] = [];
   /**
