@@ -37,10 +37,14 @@ export function normalizeDomainName(input: string): NameResult {
 
 /**
  * Names looked up lately: every send asks for its From domain, and domainToASCII costs it several µs. Bounded,
- * as the input is any caller's.
+ * as the input is any caller's: 1,000 inputs of at most REMEMBERED_INPUT characters (a longer one, padding
+ * around a name, is normalised each time).
  */
 const lookedUp = new LruMap<string, string | null>(1000);
+const REMEMBERED_INPUT = 2 * MAX_NAME;
 export const lookedUpNames = (): number => lookedUp.size;
+/** Whether `input`'s answer is kept (tests). */
+export const isRememberedName = (input: string): boolean => lookedUp.peek(input) !== undefined;
 
 /** For lookups by a name from a URL path or the CLI: the normalised name, or null if it cannot be one. */
 export function lookupName(input: string): string | null {
@@ -48,6 +52,6 @@ export function lookupName(input: string): string | null {
   if (known !== undefined) return known;
   const result = normalizeDomainName(input);
   const name = result.ok ? result.name : null;
-  lookedUp.set(input, name);
+  if (input.length <= REMEMBERED_INPUT) lookedUp.set(input, name);
   return name;
 }

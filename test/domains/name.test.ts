@@ -1,7 +1,7 @@
 // Domain name normalisation: what is accepted, what it becomes, and what is refused.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { lookedUpNames, lookupName, normalizeDomainName } from '../../src/domains/name';
+import { isRememberedName, lookedUpNames, lookupName, normalizeDomainName } from '../../src/domains/name';
 
 describe('domain names', () => {
   it('are trimmed, lower-cased, punycoded and lose one trailing dot', () => {
@@ -64,5 +64,12 @@ describe('domain names', () => {
     assert.equal(lookedUpNames(), 1_000);
     assert.deepEqual(inputs.map(lookupName), expected);
     assert.deepEqual(inputs.map(lookupName), expected);
+    // a long input (a name padded with spaces) is answered but not kept, so the cache's memory stays small
+    const padded = `${' '.repeat(10_000)}Long.Example `;
+    assert.equal(lookupName(padded), 'long.example');
+    assert.equal(isRememberedName(padded), false);
+    assert.equal(isRememberedName(' Long.Example '), false);
+    assert.equal(lookupName(' Long.Example '), 'long.example');
+    assert.equal(isRememberedName(' Long.Example '), true, 'a short input is kept');
   });
 });
